@@ -1,0 +1,88 @@
+import { Command, Option } from "commander";
+
+export interface Config {
+  host: string;
+  port: number;
+  /** A real PostgreSQL; unset: the embedded database in dataDir. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  adminToken: string | undefined;
+  heartbeatIntervalMs: number;
+  shutdownGraceMs: number;
+  dbPoolSize: number;
+  logLevel: string;
+}
+
+const positiveInt = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`${name} must be a whole number, got "${value}"`);
+  return n;
+};
+
+/**
+ * Configuration from flags, then environment variables, then defaults (commander).
+ * The admin token is read from the environment only, so it never shows in `ps`.
+ */
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
+  const program = new Command("team-protocols")
+    .description("Durable inboxes and server-enforced protocols for teams of AI agents.")
+    .addOption(new Option("--host <host>", "address to listen on").env("HOST").default("127.0.0.1"))
+    .addOption(
+      new Option("--port <port>", "port for gRPC, gRPC-Web and Connect (HTTP/1.1 and HTTP/2)")
+        .env("PORT")
+        .default(8080)
+        .argParser(positiveInt("PORT")),
+    )
+    .addOption(
+      new Option("--database-url <url>", "PostgreSQL connection URL; unset: embedded database").env(
+        "DATABASE_URL",
+      ),
+    )
+    .addOption(
+      new Option("--data-dir <dir>", "folder of the embedded database")
+        .env("DATA_DIR")
+        .default("./data"),
+    )
+    .addOption(
+      new Option("--heartbeat-interval-ms <ms>", "heartbeat on idle subscriptions")
+        .env("HEARTBEAT_INTERVAL_MS")
+        .default(15_000)
+        .argParser(positiveInt("HEARTBEAT_INTERVAL_MS")),
+    )
+    .addOption(
+      new Option("--shutdown-grace-ms <ms>", "how long calls may finish at stop")
+        .env("SHUTDOWN_GRACE_MS")
+        .default(10_000)
+        .argParser(positiveInt("SHUTDOWN_GRACE_MS")),
+    )
+    .addOption(
+      new Option("--db-pool-size <n>", "PostgreSQL connections")
+        .env("DB_POOL_SIZE")
+        .default(20)
+        .argParser(positiveInt("DB_POOL_SIZE")),
+    )
+    .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  // commander reads process.env for .env(); give it the env we were handed.
+  const saved = process.env;
+  process.env = env;
+  try {
+    program.parse(argv, { from: "user" });
+  } finally {
+    process.env = saved;
+  }
+  const o = program.opts();
+  return {
+    host: o.host,
+    port: o.port,
+    databaseUrl: o.databaseUrl || undefined,
+    dataDir: o.dataDir,
+    adminToken: env.TEAM_ADMIN_TOKEN || undefined,
+    heartbeatIntervalMs: o.heartbeatIntervalMs,
+    shutdownGraceMs: o.shutdownGraceMs,
+    dbPoolSize: o.dbPoolSize,
+    logLevel: o.logLevel,
+  };
+}

@@ -1,0 +1,20 @@
+import type { Config } from "./config.js";
+import type { Database } from "./store/database.js";
+import { openEmbeddedDatabase } from "./store/embedded-database.js";
+import { migrate } from "./store/migrate.js";
+import { createPgDatabase } from "./store/pg-database.js";
+
+/** Opens the configured database and brings its schema up to date. */
+export async function openDatabase(
+  config: Pick<Config, "databaseUrl" | "dataDir" | "dbPoolSize">,
+): Promise<{ db: Database; applied: number[] }> {
+  const db = config.databaseUrl
+    ? createPgDatabase({ connectionString: config.databaseUrl, poolSize: config.dbPoolSize })
+    : await openEmbeddedDatabase({ dataDir: config.dataDir });
+  try {
+    return { db, applied: await migrate(db) };
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
+}

@@ -1,0 +1,58 @@
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import {
+  MemberRole as MemberRoleEnum,
+  MemberStatus as MemberStatusEnum,
+  PermissionMode as PermissionModeEnum,
+} from "../../gen/team/v1/enums_pb.js";
+import { MessageSchema } from "../../gen/team/v1/message_pb.js";
+import {
+  type Envelope,
+  EnvelopeSchema,
+  type Member,
+  MemberSchema,
+} from "../../gen/team/v1/records_pb.js";
+import type { StoredMessage } from "../store/inbox.js";
+import type { MemberRow, PermissionMode } from "../store/members.js";
+
+// Between the store's words and the contract's enums and messages.
+
+const permissionModes: Record<PermissionMode, PermissionModeEnum> = {
+  default: PermissionModeEnum.DEFAULT,
+  accept_edits: PermissionModeEnum.ACCEPT_EDITS,
+  bypass_permissions: PermissionModeEnum.BYPASS_PERMISSIONS,
+  plan: PermissionModeEnum.PLAN,
+};
+
+export const permissionModeToProto = (mode: PermissionMode) => permissionModes[mode];
+
+/** UNSPECIFIED means "the default". */
+export function permissionModeFromProto(mode: PermissionModeEnum): PermissionMode | undefined {
+  if (mode === PermissionModeEnum.UNSPECIFIED) return "default";
+  const found = Object.entries(permissionModes).find(([, v]) => v === mode);
+  return found ? (found[0] as PermissionMode) : undefined;
+}
+
+export function toMember(row: MemberRow): Member {
+  return create(MemberSchema, {
+    name: row.name,
+    role: row.role === "lead" ? MemberRoleEnum.LEAD : MemberRoleEnum.TEAMMATE,
+    status: row.status === "active" ? MemberStatusEnum.ACTIVE : MemberStatusEnum.STOPPED,
+    permissionMode: permissionModes[row.permissionMode],
+    createdAt: timestampFromDate(row.createdAt),
+    ...(row.lastSeenAt ? { lastSeenAt: timestampFromDate(row.lastSeenAt) } : {}),
+  });
+}
+
+export function toEnvelope(team: string, m: StoredMessage): Envelope {
+  return create(EnvelopeSchema, {
+    team,
+    seq: m.seq,
+    from: m.fromName,
+    to: m.toName,
+    requestId: m.requestId,
+    sentAt: timestampFromDate(m.sentAt),
+    message: fromBinary(MessageSchema, m.body),
+    messageId: m.messageId,
+  });
+}

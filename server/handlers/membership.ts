@@ -1,0 +1,74 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  AddMemberResponseSchema,
+  CreateTeamResponseSchema,
+  ListMembersResponseSchema,
+  RemoveMemberResponseSchema,
+  type TeamService,
+} from "../../gen/team/v1/team_service_pb.js";
+import { requireCaller } from "../caller.js";
+import { DomainError } from "../errors.js";
+import type { InboxHub } from "../inbox/hub.js";
+import type { Database } from "../store/database.js";
+import { addMember, createTeam, listMembers, stopMember } from "../store/members.js";
+import { generateToken, hashToken } from "../tokens.js";
+import { permissionModeFromProto, toMember } from "./convert.js";
+
+export const DEFAULT_LEAD_NAME = "team-lead";
+
+type MembershipImpl = Pick<
+  ServiceImpl<typeof TeamService>,
+  "createTeam" | "addMember" | "removeMember" | "listMembers"
+>;
+
+function requireLead(caller: { role: string; name: string }, action: string): void {
+  if (caller.role !== "lead") {
+    throw new DomainError("permission-denied", `only the team lead may ${action}`);
+  }
+}
+
+/** CreateTeam, AddMember, RemoveMember, ListMembers. */
+export function membershipHandlers(deps: { db: Database; hub: InboxHub }): MembershipImpl {
+  const { db, hub } = deps;
+  return {
+    async createTeam(req) {
+      const mode = permissionModeFromProto(req.leadPermissionMode);
+      if (mode === undefined) {
+        throw new DomainError("invalid-argument", "lead_permission_mode is not a known mode");
+      }
+      const token = generateToken();
+      const lead = await createTeam(db, req.team, {
+        name: req.leadName || DEFAULT_LEAD_NAME,
+        tokenHash: hashToken(token),
+        permissionMode: mode,
+      });
+      return create(CreateTeamResponseSchema, { token, lead: toMember(lead) });
+    },
+
+    async addMember(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      requireLead(caller, "add members");
+      const token = generateToken();
+      const member = await addMember(db, caller.teamId, req.name, hashToken(token));
+      return create(AddMemberResponseSchema, { token, member: toMember(member) });
+    },
+
+    async removeMember(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      requireLead(caller, "remove members");
+      const member = await stopMember(db, caller.teamId, req.name);
+      hub.endMember(
+        member.id,
+        new DomainError("unauthenticated", `member "${member.name}" was removed by the lead`),
+      );
+      return create(RemoveMemberResponseSchema, { member: toMember(member) });
+    },
+
+    async listMembers(_req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const members = await listMembers(db, caller.teamId);
+      return create(ListMembersResponseSchema, { members: members.map(toMember) });
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { createHash } from "node:crypto";
+import { create, toBinary } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { MessageSchema } from "../../gen/team/v1/message_pb.js";
+import {
+  AckResponseSchema,
+  DeliverySchema,
+  ReadInboxResponseSchema,
+  SendResponseSchema,
+  type TeamService,
+} from "../../gen/team/v1/team_service_pb.js";
+import { requireCaller } from "../caller.js";
+import { DomainError } from "../errors.js";
+import type { InboxHub } from "../inbox/hub.js";
+import type { Database } from "../store/database.js";
+import { ack, inboxPosition, readInbox } from "../store/inbox.js";
+import { sendMessage } from "../store/send.js";
+import { toEnvelope } from "./convert.js";
+
+const DEFAULT_READ_LIMIT = 100;
+const MAX_READ_LIMIT = 1000;
+
+type MessagingImpl = Pick<ServiceImpl<typeof TeamService>, "send" | "readInbox" | "ack">;
+
+// The Message oneof case as the store names it (snake_case, as in the proto).
+const kindName = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Send, ReadInbox, Ack. Subscribe is in subscribe.ts. */
+export function messagingHandlers(deps: { db: Database; hub: InboxHub }): MessagingImpl {
+  const { db, hub } = deps;
+  return {
+    async send(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const message = req.message;
+      // The rules interceptor has refused a missing message already.
+      if (message?.kind.case !== "text") {
+        throw new DomainError(
+          "unimplemented",
+          `${kindName(message?.kind.case ?? "")} is not supported by this server yet`,
+        );
+      }
+      const body = toBinary(MessageSchema, message);
+      const result = await sendMessage(db, {
+        teamId: caller.teamId,
+        sender: { id: caller.id, name: caller.name },
+        to: req.to,
+        kind: kindName(message.kind.case),
+        body,
+        ...(req.messageId
+          ? { messageId: req.messageId, fingerprint: fingerprint(req.to, body) }
+          : {}),
+      });
+      if (!result.replayed) hub.wake(result.deliveries.map((d) => d.memberId));
+      return create(SendResponseSchema, {
+        seq: req.to === "*" ? 0n : (result.deliveries[0]?.seq ?? 0n),
+        requestId: result.requestId,
+        deliveries: result.deliveries.map((d) => create(DeliverySchema, { to: d.to, seq: d.seq })),
+        replayed: result.replayed,
+      });
+    },
+
+    async readInbox(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const limit = Math.min(req.limit || DEFAULT_READ_LIMIT, MAX_READ_LIMIT);
+      const position = await inboxPosition(db, caller.id);
+      const after = req.afterSeq ?? position.ackedSeq;
+      const messages = await readInbox(db, caller.id, after, limit);
+      let ackedSeq = position.ackedSeq;
+      const last = messages.at(-1);
+      if (req.ack && last) ackedSeq = await ack(db, caller.id, last.seq);
+      return create(ReadInboxResponseSchema, {
+        envelopes: messages.map((m) => toEnvelope(caller.teamName, m)),
+        ackedSeq,
+        lastSeq: last && last.seq > position.lastSeq ? last.seq : position.lastSeq,
+      });
+    },
+
+    async ack(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      return create(AckResponseSchema, { ackedSeq: await ack(db, caller.id, req.seq) });
+    },
+  };
+}
+
+/** Identifies a message for message_id reuse checks: the addressee and the exact bytes. */
+function fingerprint(to: string, body: Uint8Array): Uint8Array {
+  return createHash("sha256").update(to).update("\0").update(body).digest();
+}

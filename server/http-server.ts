@@ -1,0 +1,137 @@
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { Logger } from "./logger.js";
+
+type Handler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface ServerOptions {
+  /** The request handler (connectNodeAdapter's), served over HTTP/1.1 and HTTP/2 alike. */
+  handler: Handler;
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
+  logger: Logger;
+}
+
+export interface RunningServer {
+  readonly port: number;
+  /** http://host:port */
+  readonly url: string;
+  /**
+   * Graceful stop: no new connections; calls in flight may finish for `graceMs`, then the
+   * remaining connections are destroyed. `beforeDrain` runs once listening has stopped
+   * (end the streams there, so they finish cleanly instead of being cut).
+   */
+  close(graceMs: number, beforeDrain?: () => void): Promise<void>;
+}
+
+// Every HTTP/2 connection starts with this preface; an HTTP/1.1 one starts with a method.
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0");
+
+/**
+ * One cleartext port for gRPC, gRPC-Web and Connect, over HTTP/2 (prior knowledge) and
+ * HTTP/1.1. Node's http2 server with allowHTTP1 only falls back to HTTP/1.1 under TLS, so
+ * the first bytes of each connection decide which of two servers (sharing one handler)
+ * gets it.
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const { handler, logger } = options;
+  let inFlight = 0;
+  let stopping = false;
+  let drained: (() => void) | undefined;
+  const counted: Handler = (req, res) => {
+    inFlight++;
+    if (stopping && "setHeader" in res && !res.headersSent && req.httpVersionMajor === 1) {
+      res.setHeader("connection", "close");
+    }
+    res.once("close", () => {
+      inFlight--;
+      if (inFlight === 0) drained?.();
+    });
+    handler(req, res);
+  };
+
+  const h1 = http.createServer(counted as http.RequestListener);
+  const h2 = http2.createServer(
+    {},
+    counted as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void,
+  );
+  const sockets = new Set<net.Socket>();
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+    if (stopping) session.close();
+  });
+  h2.on("sessionError", () => {});
+
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    routeBySniffing(socket, (isH2) => (isH2 ? h2 : h1).emit("connection", socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    tcp.once("error", reject);
+    tcp.listen(options.port, options.host, () => {
+      tcp.off("error", reject);
+      resolve();
+    });
+  });
+  const address = tcp.address() as net.AddressInfo;
+  const hostForUrl = address.family === "IPv6" ? `[${address.address}]` : address.address;
+
+  return {
+    port: address.port,
+    url: `http://${hostForUrl}:${address.port}`,
+    async close(graceMs, beforeDrain) {
+      if (stopping) return;
+      stopping = true;
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      beforeDrain?.();
+      for (const session of sessions) session.close(); // GOAWAY: running streams may finish
+      h1.closeIdleConnections();
+      const allDone = new Promise<void>((resolve) => {
+        drained = resolve;
+        if (inFlight === 0) resolve();
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), graceMs);
+      });
+      const late = await Promise.race([allDone.then(() => false), timedOut]);
+      clearTimeout(timer);
+      if (late) logger.warn({ event: "stop_grace_exceeded", inFlight }, "calls cut at stop");
+      for (const socket of sockets) socket.destroy();
+      for (const session of sessions) session.destroy();
+      await closed;
+    },
+  };
+}
+
+/**
+ * Reads the first bytes of a connection (in paused mode) and hands it on with those bytes
+ * put back: both servers take data already buffered in the socket (Node PR 41185 for HTTP/2).
+ */
+function routeBySniffing(socket: net.Socket, route: (isH2: boolean) => void): void {
+  let head = Buffer.alloc(0);
+  const onReadable = () => {
+    for (let chunk = socket.read(); chunk !== null; chunk = socket.read()) {
+      head = Buffer.concat([head, chunk]);
+    }
+    if (head.length === 0) return;
+    const n = Math.min(head.length, H2_PREFACE.length);
+    const prefixMatches = head.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+    // Decide as soon as the bytes rule HTTP/2 out, or the whole preface is there.
+    if (prefixMatches && n < H2_PREFACE.length) return;
+    socket.off("readable", onReadable);
+    socket.unshift(head);
+    route(prefixMatches);
+  };
+  socket.on("readable", onReadable);
+}

@@ -1,0 +1,90 @@
+import type { Interceptor } from "@connectrpc/connect";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { callerKey } from "../caller.js";
+import { DomainError } from "../errors.js";
+import type { Database } from "../store/database.js";
+import { findMemberByTokenHash, touchMember } from "../store/members.js";
+import { hashToken, isWellFormedToken, secretsEqual } from "../tokens.js";
+
+export interface AuthOptions {
+  db: Database;
+  /** When set, CreateTeam needs `Authorization: Bearer <adminToken>`. */
+  adminToken?: string | undefined;
+  /** last_seen_at is written at most this often per member. */
+  touchIntervalMs?: number;
+}
+
+/**
+ * Resolves `Authorization: Bearer <token>` to the calling member and puts it in the call's
+ * context values (see caller.ts). Every TeamService call but CreateTeam needs an active
+ * member's token; CreateTeam is open unless an admin token is configured.
+ */
+export function authInterceptor(options: AuthOptions): Interceptor {
+  const touch = createTouchThrottle(options.db, options.touchIntervalMs ?? 10_000);
+  return (next) => async (req) => {
+    const token = bearerToken(req.header.get("authorization"));
+    if (req.method === TeamService.method.createTeam) {
+      if (options.adminToken !== undefined) {
+        if (token === undefined || !secretsEqual(token, options.adminToken)) {
+          throw new DomainError(
+            "unauthenticated",
+            "CreateTeam needs the admin token: this server has TEAM_ADMIN_TOKEN set",
+          );
+        }
+      }
+      return next(req);
+    }
+    if (token === undefined) {
+      throw new DomainError(
+        "unauthenticated",
+        "missing credentials: send the header `Authorization: Bearer <token>` with the token " +
+          "CreateTeam or AddMember returned",
+      );
+    }
+    if (!isWellFormedToken(token)) {
+      throw new DomainError("unauthenticated", "malformed token: expected tp_ and 43 characters");
+    }
+    const member = await findMemberByTokenHash(options.db, hashToken(token));
+    if (!member) throw new DomainError("unauthenticated", "unknown token");
+    if (member.status !== "active") {
+      throw new DomainError(
+        "unauthenticated",
+        `token revoked: member "${member.name}" of team "${member.teamName}" is stopped`,
+      );
+    }
+    req.contextValues.set(callerKey, member);
+    touch(member.id);
+    return next(req);
+  };
+}
+
+function bearerToken(header: string | null): string | undefined {
+  if (header === null) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header.trim());
+  // A header that is there but not a bearer token is malformed, not missing.
+  return match ? match[1] : header.trim() === "" ? undefined : "";
+}
+
+// last_seen_at is a write; doing it on every call would double the write load of reads.
+// Batched: ids collected, written together at most once per interval per member.
+function createTouchThrottle(db: Database, intervalMs: number): (memberId: number) => void {
+  const lastWritten = new Map<number, number>();
+  let pending = new Set<number>();
+  let scheduled = false;
+  return (memberId) => {
+    const now = Date.now();
+    if (now - (lastWritten.get(memberId) ?? 0) < intervalMs) return;
+    lastWritten.set(memberId, now);
+    pending.add(memberId);
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      const ids = [...pending];
+      pending = new Set();
+      scheduled = false;
+      touchMember(db, ids).catch(() => {
+        // Best effort: a lost last-seen update is not worth failing or logging a call for.
+      });
+    });
+  };
+}

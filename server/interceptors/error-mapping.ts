@@ -1,0 +1,88 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { DomainError, type Refusal, RuleViolationError } from "../errors.js";
+import type { Logger } from "../logger.js";
+import { classifyDriverError } from "../store/sql-errors.js";
+
+const codeOf: Record<Refusal, Code> = {
+  "invalid-argument": Code.InvalidArgument,
+  "not-found": Code.NotFound,
+  "already-exists": Code.AlreadyExists,
+  "permission-denied": Code.PermissionDenied,
+  "failed-precondition": Code.FailedPrecondition,
+  "out-of-range": Code.OutOfRange,
+  unauthenticated: Code.Unauthenticated,
+  unavailable: Code.Unavailable,
+  unimplemented: Code.Unimplemented,
+};
+
+/**
+ * The one place where errors become Connect errors. Domain errors keep their message and
+ * get their code (and a RuleViolation detail for rule refusals); a database that cannot be
+ * reached becomes Unavailable; anything else is a bug: Internal, with a generic message on
+ * the wire and the cause in the log.
+ */
+export function toConnectError(err: unknown): ConnectError {
+  if (err instanceof ConnectError) return err;
+  if (err instanceof DomainError) {
+    const details =
+      err instanceof RuleViolationError
+        ? [
+            {
+              desc: RuleViolationSchema,
+              value: create(RuleViolationSchema, {
+                rule: err.rule,
+                description: err.sentence,
+                field: err.field,
+              }),
+            },
+          ]
+        : [];
+    return new ConnectError(err.message, codeOf[err.refusal], undefined, details, err);
+  }
+  if (classifyDriverError(err) === "unavailable") {
+    return new ConnectError(
+      "the database is unavailable; retry shortly",
+      Code.Unavailable,
+      undefined,
+      undefined,
+      err,
+    );
+  }
+  return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
+}
+
+/** Maps errors of unary calls and of streams (thrown mid-stream) alike, and logs them. */
+export function errorMappingInterceptor(logger: Logger): Interceptor {
+  const report = (method: string, err: unknown): ConnectError => {
+    const ce = toConnectError(err);
+    const level = ce.code === Code.Internal || ce.code === Code.Unavailable ? "error" : "info";
+    logger[level](
+      { event: "rpc_error", method, code: Code[ce.code], err: ce.cause ?? err },
+      ce.rawMessage,
+    );
+    return ce;
+  };
+  return (next) => async (req) => {
+    const method = `${req.service.typeName}/${req.method.name}`;
+    try {
+      const res = await next(req);
+      if (!res.stream) return res;
+      return { ...res, message: mapStreamErrors(res.message, (e) => report(method, e)) };
+    } catch (err) {
+      throw report(method, err);
+    }
+  };
+}
+
+async function* mapStreamErrors<T>(
+  source: AsyncIterable<T>,
+  map: (err: unknown) => ConnectError,
+): AsyncGenerator<T> {
+  try {
+    yield* source;
+  } catch (err) {
+    throw map(err);
+  }
+}

@@ -1,0 +1,82 @@
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createApp } from "./app.js";
+import { type Config, parseConfig } from "./config.js";
+import { openDatabase } from "./database-from-config.js";
+import { startServer } from "./http-server.js";
+import { createLogger, type Logger } from "./logger.js";
+
+/** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
+const READ_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Entry point: config -> database (migrated) -> one-port server. SIGINT/SIGTERM stop it
+ * gracefully: streams end cleanly, calls in flight finish, then the database is closed.
+ */
+export async function run(config: Config, logger: Logger): Promise<{ stop: () => Promise<void> }> {
+  const started = Date.now();
+  const { db, applied } = await openDatabase(config);
+  const app = createApp({
+    db,
+    logger,
+    adminToken: config.adminToken,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+  });
+  const handler = connectNodeAdapter({ routes: app.routes, readMaxBytes: READ_MAX_BYTES });
+  const server = await startServer({ handler, host: config.host, port: config.port, logger });
+  logger.info(
+    {
+      event: "start",
+      url: server.url,
+      database: db.kind,
+      ...(db.kind === "embedded" ? { dataDir: config.dataDir } : {}),
+      migrationsApplied: applied,
+      adminTokenRequired: config.adminToken !== undefined,
+      startupMs: Date.now() - started,
+    },
+    `team-protocols listening on ${server.url}`,
+  );
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      const t = Date.now();
+      await server.close(config.shutdownGraceMs, () => app.hub.endAll());
+      await db.close();
+      logger.info({ event: "stop", stopMs: Date.now() - t }, "team-protocols stopped");
+    })();
+    return stopping;
+  };
+  return { stop };
+}
+
+const isEntryPoint =
+  process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
+if (isEntryPoint) {
+  let config: Config;
+  try {
+    config = parseConfig(process.argv.slice(2));
+  } catch (err) {
+    const code = (err as { exitCode?: number }).exitCode;
+    process.exit(code ?? 2);
+  }
+  const logger = createLogger(config.logLevel);
+  try {
+    const { stop } = await run(config, logger);
+    for (const signal of ["SIGINT", "SIGTERM"] as const) {
+      process.once(signal, () => {
+        logger.info({ event: "signal", signal }, "stopping");
+        stop().then(
+          () => process.exit(0),
+          (err) => {
+            logger.error({ event: "stop_failed", err }, "stop failed");
+            process.exit(1);
+          },
+        );
+      });
+    }
+  } catch (err) {
+    logger.fatal({ event: "start_failed", err }, `could not start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}

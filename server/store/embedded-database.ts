@@ -1,0 +1,66 @@
+import { mkdir } from "node:fs/promises";
+import { PGlite, type Transaction, types } from "@electric-sql/pglite";
+import lockfile from "proper-lockfile";
+import type { Database } from "./database.js";
+
+export interface EmbeddedDatabaseOptions {
+  /** Folder for the data files; omitted: in memory (tests). */
+  dataDir?: string;
+}
+
+/**
+ * The embedded PostgreSQL (PGlite, PostgreSQL compiled to WebAssembly), so the service runs
+ * with nothing installed. One backend: statements run one at a time, transactions are
+ * serialised by PGlite's own mutex.
+ *
+ * Nothing in PGlite stops two processes from opening one folder (which would corrupt it),
+ * so the folder is locked for as long as the database is open.
+ */
+export async function openEmbeddedDatabase(options: EmbeddedDatabaseOptions): Promise<Database> {
+  let release: (() => Promise<void>) | undefined;
+  if (options.dataDir !== undefined) {
+    await mkdir(options.dataDir, { recursive: true });
+    try {
+      release = await lockfile.lock(options.dataDir, { stale: 15_000, update: 5_000 });
+    } catch (err) {
+      throw new Error(
+        `data directory ${options.dataDir} is in use by another team-protocols process ` +
+          `(lock ${options.dataDir}.lock); stop it or set DATA_DIR to another folder`,
+        { cause: err },
+      );
+    }
+  }
+  let db: PGlite;
+  try {
+    db = await PGlite.create({
+      ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+      parsers: { [types.INT8]: (value: string) => BigInt(value) },
+    });
+  } catch (err) {
+    await release?.();
+    throw err;
+  }
+
+  return {
+    kind: "embedded",
+    async query<R extends object>(sql: string, params?: unknown[]) {
+      return (await db.query<R>(sql, params)).rows;
+    },
+    transaction<T>(fn: (tx: { query: Database["query"] }) => Promise<T>) {
+      return db.transaction((tx: Transaction) =>
+        fn({
+          async query<R extends object>(sql: string, params?: unknown[]) {
+            return (await tx.query<R>(sql, params)).rows;
+          },
+        }),
+      );
+    },
+    async ping() {
+      await db.query("SELECT 1");
+    },
+    async close() {
+      await db.close();
+      await release?.();
+    },
+  };
+}

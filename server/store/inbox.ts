@@ -1,0 +1,83 @@
+import { DomainError } from "../errors.js";
+import type { Queryable } from "./database.js";
+
+export interface StoredMessage {
+  seq: bigint;
+  fromName: string;
+  toName: string;
+  requestId: string;
+  messageId: string;
+  kind: string;
+  body: Uint8Array;
+  sentAt: Date;
+}
+
+interface MessageSqlRow {
+  seq: bigint;
+  from_name: string;
+  to_name: string;
+  request_id: string | null;
+  message_id: string | null;
+  kind: string;
+  body: Uint8Array;
+  sent_at: Date;
+}
+
+/** Messages of one inbox with seq > afterSeq, in seq order. */
+export async function readInbox(
+  db: Queryable,
+  memberId: number,
+  afterSeq: bigint,
+  limit: number,
+): Promise<StoredMessage[]> {
+  const rows = await db.query<MessageSqlRow>(
+    `SELECT seq, from_name, to_name, request_id, message_id, kind, body, sent_at
+     FROM messages WHERE recipient_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+    [memberId, afterSeq, limit],
+  );
+  return rows.map((r) => ({
+    seq: r.seq,
+    fromName: r.from_name,
+    toName: r.to_name,
+    requestId: r.request_id ?? "",
+    messageId: r.message_id ?? "",
+    kind: r.kind,
+    body: r.body,
+    sentAt: r.sent_at,
+  }));
+}
+
+export interface InboxPosition {
+  ackedSeq: bigint;
+  lastSeq: bigint;
+}
+
+/** The member's ack cursor and the highest committed seq of its inbox. */
+export async function inboxPosition(db: Queryable, memberId: number): Promise<InboxPosition> {
+  const [row] = await db.query<{ acked_seq: bigint; last_seq: bigint }>(
+    `SELECT m.acked_seq, i.last_seq FROM members m JOIN inboxes i ON i.member_id = m.id
+     WHERE m.id = $1`,
+    [memberId],
+  );
+  if (!row) throw new DomainError("not-found", "inbox not found");
+  return { ackedSeq: row.acked_seq, lastSeq: row.last_seq };
+}
+
+/**
+ * Moves the ack cursor forward to `seq` (never back). A seq past the last committed
+ * message is refused: acking what does not exist yet would silently skip it later.
+ */
+export async function ack(db: Queryable, memberId: number, seq: bigint): Promise<bigint> {
+  const [row] = await db.query<{ acked_seq: bigint }>(
+    `UPDATE members SET acked_seq = GREATEST(acked_seq, $2)
+     WHERE id = $1 AND $2 <= (SELECT last_seq FROM inboxes WHERE member_id = $1)
+     RETURNING acked_seq`,
+    [memberId, seq],
+  );
+  if (row) return row.acked_seq;
+  const position = await inboxPosition(db, memberId);
+  throw new DomainError(
+    "out-of-range",
+    `cannot ack seq ${seq}: the last message in your inbox is seq ${position.lastSeq}`,
+  );
+}

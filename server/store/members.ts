@@ -1,0 +1,178 @@
+import { DomainError } from "../errors.js";
+import type { Database, Queryable } from "./database.js";
+import { one } from "./rows.js";
+import { isUniqueViolation } from "./sql-errors.js";
+
+export type MemberRole = "lead" | "teammate";
+export type MemberStatus = "active" | "stopped";
+export type PermissionMode = "default" | "accept_edits" | "bypass_permissions" | "plan";
+
+export interface MemberRow {
+  id: number;
+  teamId: number;
+  teamName: string;
+  name: string;
+  role: MemberRole;
+  status: MemberStatus;
+  permissionMode: PermissionMode;
+  createdAt: Date;
+  lastSeenAt: Date | null;
+}
+
+// Every query that returns members selects exactly these columns, so one mapper reads them.
+const memberColumns = `m.id, m.team_id, t.name AS team_name, m.name, m.role, m.status,
+  m.permission_mode, m.created_at, m.last_seen_at`;
+
+interface MemberSqlRow {
+  id: number;
+  team_id: number;
+  team_name: string;
+  name: string;
+  role: MemberRole;
+  status: MemberStatus;
+  permission_mode: PermissionMode;
+  created_at: Date;
+  last_seen_at: Date | null;
+}
+
+const toMember = (r: MemberSqlRow): MemberRow => ({
+  id: r.id,
+  teamId: r.team_id,
+  teamName: r.team_name,
+  name: r.name,
+  role: r.role,
+  status: r.status,
+  permissionMode: r.permission_mode,
+  createdAt: r.created_at,
+  lastSeenAt: r.last_seen_at,
+});
+
+/** Creates a team and its lead (with an empty inbox). */
+export async function createTeam(
+  db: Database,
+  team: string,
+  lead: { name: string; tokenHash: Uint8Array; permissionMode: PermissionMode },
+): Promise<MemberRow> {
+  try {
+    return await db.transaction(async (tx) => {
+      const [t] = await tx.query<{ id: number }>(
+        "INSERT INTO teams (name) VALUES ($1) RETURNING id",
+        [team],
+      );
+      return insertMember(tx, one(t).id, lead.name, "lead", lead.tokenHash, lead.permissionMode);
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      throw new DomainError("already-exists", `team "${team}" already exists`, { cause: err });
+    }
+    throw err;
+  }
+}
+
+async function insertMember(
+  tx: Queryable,
+  teamId: number,
+  name: string,
+  role: MemberRole,
+  tokenHash: Uint8Array,
+  permissionMode: PermissionMode,
+): Promise<MemberRow> {
+  const [row] = await tx.query<MemberSqlRow>(
+    `WITH m AS (
+       INSERT INTO members (team_id, name, role, token_hash, permission_mode)
+       VALUES ($1, $2, $3, $4, $5)
+       RETURNING *
+     )
+     SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
+    [teamId, name, role, tokenHash, permissionMode],
+  );
+  const member = toMember(one(row));
+  await tx.query("INSERT INTO inboxes (member_id) VALUES ($1)", [member.id]);
+  return member;
+}
+
+/**
+ * Adds a teammate. A stopped member of that name comes back: new token, status active,
+ * its inbox and cursor kept. An active member of that name is a conflict.
+ */
+export async function addMember(
+  db: Database,
+  teamId: number,
+  name: string,
+  tokenHash: Uint8Array,
+): Promise<MemberRow> {
+  try {
+    return await db.transaction(async (tx) => {
+      const [revived] = await tx.query<MemberSqlRow>(
+        `WITH m AS (
+           UPDATE members SET status = 'active', token_hash = $3, stopped_at = NULL
+           WHERE team_id = $1 AND name = $2 AND status = 'stopped' AND role = 'teammate'
+           RETURNING *
+         )
+         SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
+        [teamId, name, tokenHash],
+      );
+      if (revived) return toMember(revived);
+      return insertMember(tx, teamId, name, "teammate", tokenHash, "default");
+    });
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      throw new DomainError("already-exists", `member "${name}" already exists and is active`, {
+        cause: err,
+      });
+    }
+    throw err;
+  }
+}
+
+/** Marks a teammate stopped; its token is refused from then on. */
+export async function stopMember(db: Queryable, teamId: number, name: string): Promise<MemberRow> {
+  const [row] = await db.query<MemberSqlRow>(
+    `WITH m AS (
+       UPDATE members SET status = 'stopped', stopped_at = now()
+       WHERE team_id = $1 AND name = $2 AND role = 'teammate'
+       RETURNING *
+     )
+     SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
+    [teamId, name],
+  );
+  if (!row) {
+    const [other] = await db.query<{ role: MemberRole }>(
+      "SELECT role FROM members WHERE team_id = $1 AND name = $2",
+      [teamId, name],
+    );
+    if (other?.role === "lead") {
+      throw new DomainError("failed-precondition", "the lead cannot remove itself");
+    }
+    throw new DomainError("not-found", `no member "${name}" in this team`);
+  }
+  return toMember(row);
+}
+
+/** Every member of a team, in the order they were added. */
+export async function listMembers(db: Queryable, teamId: number): Promise<MemberRow[]> {
+  const rows = await db.query<MemberSqlRow>(
+    `SELECT ${memberColumns} FROM members m JOIN teams t ON t.id = m.team_id
+     WHERE m.team_id = $1 ORDER BY m.id`,
+    [teamId],
+  );
+  return rows.map(toMember);
+}
+
+/** The member holding this token, active or not; undefined for an unknown token. */
+export async function findMemberByTokenHash(
+  db: Queryable,
+  tokenHash: Uint8Array,
+): Promise<MemberRow | undefined> {
+  const [row] = await db.query<MemberSqlRow>(
+    `SELECT ${memberColumns} FROM members m JOIN teams t ON t.id = m.team_id
+     WHERE m.token_hash = $1`,
+    [tokenHash],
+  );
+  return row ? toMember(row) : undefined;
+}
+
+/** Records activity; callers throttle it (it is a write). */
+export async function touchMember(db: Queryable, memberIds: number[]): Promise<void> {
+  await db.query("UPDATE members SET last_seen_at = now() WHERE id = ANY($1::int[])", [memberIds]);
+}

@@ -1,0 +1,70 @@
+import { readdir, readFile } from "node:fs/promises";
+import type { Database } from "./database.js";
+
+const migrationsDir = new URL("./migrations/", import.meta.url);
+
+// Any constant works; it only has to be the same in every server process.
+const MIGRATION_LOCK = 7_361_201_001;
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** The numbered migrations shipped with this build, in order. */
+export async function loadMigrations(): Promise<Migration[]> {
+  const files = (await readdir(migrationsDir)).filter((f) => /^\d{3}_.+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (file) => ({
+      version: Number(file.slice(0, 3)),
+      name: file.replace(/\.sql$/, ""),
+      sql: await readFile(new URL(file, migrationsDir), "utf8"),
+    })),
+  );
+}
+
+/**
+ * Applies every migration not yet applied, each in its own transaction. Safe when several
+ * servers start at once: each transaction first takes one advisory lock, so they run one
+ * after another and each sees what the previous one applied.
+ * Returns the versions it applied.
+ */
+export async function migrate(db: Database): Promise<number[]> {
+  const applied: number[] = [];
+  for (const migration of await loadMigrations()) {
+    const ran = await db.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+      await tx.query(
+        `CREATE TABLE IF NOT EXISTS schema_migrations (
+           version    integer PRIMARY KEY,
+           name       text NOT NULL,
+           applied_at timestamptz NOT NULL DEFAULT now()
+         )`,
+      );
+      const done = await tx.query("SELECT 1 FROM schema_migrations WHERE version = $1", [
+        migration.version,
+      ]);
+      if (done.length > 0) return false;
+      await runScript(tx, migration.sql);
+      await tx.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+        migration.version,
+        migration.name,
+      ]);
+      return true;
+    });
+    if (ran) applied.push(migration.version);
+  }
+  return applied;
+}
+
+// A migration file holds several statements; parameterless multi-statement text is sent as
+// one simple-protocol query by pg but PGlite's query() takes one statement, so split on the
+// semicolons that end a line (our migrations keep to that).
+async function runScript(tx: { query: Database["query"] }, sql: string): Promise<void> {
+  const statements = sql
+    .split(/;\s*$/m)
+    .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
+    .filter((s) => s.length > 0);
+  for (const statement of statements) await tx.query(statement);
+}

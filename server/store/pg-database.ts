@@ -1,0 +1,76 @@
+import pg from "pg";
+import type { Database, Queryable } from "./database.js";
+
+const INT8_OID = 20;
+
+// int8 as bigint in every code path (pg's default is a string, PGlite's a number).
+const typeParsers = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === INT8_OID) return (value: string) => BigInt(value);
+    // biome-ignore lint/suspicious/noExplicitAny: pg's overloads do not accept the union.
+    return pg.types.getTypeParser(oid, format as any);
+  },
+} as pg.CustomTypesConfig;
+
+export interface PgDatabaseOptions {
+  connectionString: string;
+  /** Connections in the pool. */
+  poolSize?: number;
+  /** Application name shown in pg_stat_activity. */
+  applicationName?: string;
+}
+
+/** A real PostgreSQL server, through a pg connection pool. */
+export function createPgDatabase(options: PgDatabaseOptions): Database {
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.poolSize ?? 20,
+    application_name: options.applicationName ?? "team-protocols",
+    types: typeParsers,
+    // Fail fast when the server is down instead of queueing callers for ever.
+    connectionTimeoutMillis: 5_000,
+  });
+  // An idle client losing its connection (PostgreSQL restart) must not crash the process;
+  // the pool drops it and the next query opens a new one.
+  pool.on("error", () => {});
+
+  const run = async <R extends object>(
+    client: pg.Pool | pg.PoolClient,
+    sql: string,
+    params?: unknown[],
+  ): Promise<R[]> => {
+    const result = await client.query(sql, params);
+    return result.rows as R[];
+  };
+
+  return {
+    kind: "postgres",
+    query: (sql, params) => run(pool, sql, params),
+    async transaction(fn) {
+      const client = await pool.connect();
+      const tx: Queryable = { query: (sql, params) => run(client, sql, params) };
+      let broken = false;
+      try {
+        await client.query("BEGIN");
+        const result = await fn(tx);
+        await client.query("COMMIT");
+        return result;
+      } catch (err) {
+        try {
+          await client.query("ROLLBACK");
+        } catch {
+          broken = true; // the connection itself failed: do not return it to the pool
+        }
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    },
+    async ping() {
+      await pool.query("SELECT 1");
+    },
+    async close() {
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,181 @@
+import { DomainError, RuleViolationError } from "../errors.js";
+import type { Database, Queryable } from "./database.js";
+import { one } from "./rows.js";
+
+export const BROADCAST = "*";
+
+export interface SendInput {
+  teamId: number;
+  sender: { id: number; name: string };
+  /** A member name, or "*" for every other active member. */
+  to: string;
+  /** The team.v1.Message case, e.g. "text". */
+  kind: string;
+  /** team.v1.Message, protobuf binary. */
+  body: Uint8Array;
+  requestId?: string;
+  /** Idempotency key, unique per sender. */
+  messageId?: string;
+  /** Identifies the message for message_id reuse checks (sha256 of to + body). */
+  fingerprint?: Uint8Array;
+  /**
+   * Runs inside the send's transaction after the messages are stored, before commit
+   * (protocols store their request record here, so both commit or neither does).
+   */
+  beforeCommit?: (tx: Queryable, deliveries: Delivery[]) => Promise<void>;
+}
+
+export interface Delivery {
+  memberId: number;
+  to: string;
+  seq: bigint;
+}
+
+export interface SendResult {
+  deliveries: Delivery[];
+  /** true when message_id matched an earlier send: nothing new was stored. */
+  replayed: boolean;
+  requestId: string;
+}
+
+interface StoredSend {
+  fingerprint: Uint8Array;
+  deliveries: { memberId: number; to: string; seq: string }[] | null;
+  request_id: string | null;
+}
+
+/**
+ * Stores one message in the inbox of each recipient, in one transaction. With a message_id,
+ * a retry returns the first call's result and stores nothing.
+ */
+export async function sendMessage(db: Database, input: SendInput): Promise<SendResult> {
+  return db.transaction(async (tx) => {
+    if (input.messageId) {
+      const previous = await claimMessageId(tx, input);
+      if (previous) return previous;
+    }
+    const recipients = await resolveRecipients(tx, input);
+    const deliveries = await appendToInboxes(tx, input, recipients);
+    await input.beforeCommit?.(tx, deliveries);
+    if (input.messageId) {
+      await tx.query(
+        `UPDATE sends SET deliveries = $3::jsonb, request_id = $4
+         WHERE sender_id = $1 AND message_id = $2`,
+        [
+          input.sender.id,
+          input.messageId,
+          JSON.stringify(deliveries.map((d) => ({ ...d, seq: d.seq.toString() }))),
+          input.requestId ?? null,
+        ],
+      );
+    }
+    return { deliveries, replayed: false, requestId: input.requestId ?? "" };
+  });
+}
+
+// Inserting the key first makes a concurrent retry wait on the primary key until this
+// transaction ends, then find the finished result (or, if this one rolled back, claim it).
+async function claimMessageId(tx: Queryable, input: SendInput): Promise<SendResult | undefined> {
+  const claimed = await tx.query(
+    `INSERT INTO sends (sender_id, message_id, fingerprint) VALUES ($1, $2, $3)
+     ON CONFLICT (sender_id, message_id) DO NOTHING RETURNING 1`,
+    [input.sender.id, input.messageId, input.fingerprint],
+  );
+  if (claimed.length > 0) return undefined;
+  const [stored] = await tx.query<StoredSend>(
+    "SELECT fingerprint, deliveries, request_id FROM sends WHERE sender_id = $1 AND message_id = $2",
+    [input.sender.id, input.messageId],
+  );
+  if (!sameBytes(stored?.fingerprint, input.fingerprint)) {
+    throw new DomainError(
+      "already-exists",
+      `message_id "${input.messageId}" was already used for a different message; ` +
+        "use a new message_id for each new message",
+    );
+  }
+  return {
+    deliveries: (stored?.deliveries ?? []).map((d) => ({ ...d, seq: BigInt(d.seq) })),
+    replayed: true,
+    requestId: stored?.request_id ?? "",
+  };
+}
+
+function sameBytes(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  return a !== undefined && b !== undefined && Buffer.from(a).equals(Buffer.from(b));
+}
+
+async function resolveRecipients(
+  tx: Queryable,
+  input: SendInput,
+): Promise<{ id: number; name: string }[]> {
+  if (input.to === BROADCAST) {
+    return tx.query<{ id: number; name: string }>(
+      `SELECT id, name FROM members
+       WHERE team_id = $1 AND status = 'active' AND id <> $2 ORDER BY id`,
+      [input.teamId, input.sender.id],
+    );
+  }
+  const rows = await tx.query<{ id: number; name: string; status: string }>(
+    "SELECT id, name, status FROM members WHERE team_id = $1 AND name = $2",
+    [input.teamId, input.to],
+  );
+  const recipient = rows[0];
+  if (recipient?.status !== "active") {
+    throw new RuleViolationError(
+      "known-recipient",
+      "not-found",
+      recipient
+        ? `"${input.to}" is stopped and receives no new messages`
+        : `no member "${input.to}" in this team (ListMembers shows who is there)`,
+      "to",
+    );
+  }
+  return [recipient];
+}
+
+/**
+ * Takes the next seq of each recipient's inbox and stores the rows. The inbox rows are
+ * locked in member-id order (so two broadcasts cannot deadlock) and stay locked until
+ * commit, which is what keeps every inbox's seqs committing in order.
+ */
+async function appendToInboxes(
+  tx: Queryable,
+  input: SendInput,
+  recipients: { id: number; name: string }[],
+): Promise<Delivery[]> {
+  if (recipients.length === 0) return [];
+  const ids = recipients.map((r) => r.id);
+  const seqs = await tx.query<{ member_id: number; last_seq: bigint }>(
+    `UPDATE inboxes i SET last_seq = i.last_seq + 1
+     FROM (SELECT member_id FROM inboxes WHERE member_id = ANY($1::int[])
+           ORDER BY member_id FOR UPDATE) locked
+     WHERE i.member_id = locked.member_id
+     RETURNING i.member_id, i.last_seq`,
+    [ids],
+  );
+  const seqOf = new Map(seqs.map((r) => [r.member_id, r.last_seq]));
+  const deliveries = recipients.map((r) => ({
+    memberId: r.id,
+    to: r.name,
+    seq: one(seqOf.get(r.id)),
+  }));
+  await tx.query(
+    `INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name,
+                           request_id, message_id, kind, body)
+     SELECT r.id, r.seq, $3, $4, $5, $6, $7, $8, $9, $10
+     FROM unnest($1::int[], $2::bigint[]) AS r (id, seq)`,
+    [
+      deliveries.map((d) => d.memberId),
+      deliveries.map((d) => d.seq),
+      input.teamId,
+      input.sender.id,
+      input.sender.name,
+      input.to,
+      input.requestId ?? null,
+      input.messageId ?? null,
+      input.kind,
+      input.body,
+    ],
+  );
+  return deliveries;
+}

@@ -1,0 +1,28 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+
+const TOKEN_PREFIX = "tp_";
+
+/** A new bearer token: 256 random bits, base64url, with a recognisable prefix. */
+export function generateToken(): string {
+  return TOKEN_PREFIX + randomBytes(32).toString("base64url");
+}
+
+/**
+ * What the database keeps instead of the token. Tokens carry 256 random bits, so a fast
+ * hash is enough: nothing can be guessed or brute-forced from it.
+ */
+export function hashToken(token: string): Uint8Array {
+  return createHash("sha256").update(token, "utf8").digest();
+}
+
+/** Whether a header value looks like one of our tokens (before any database look-up). */
+export function isWellFormedToken(token: string): boolean {
+  return /^tp_[A-Za-z0-9_-]{43}$/.test(token);
+}
+
+/** Constant-time comparison of two secrets. */
+export function secretsEqual(a: string, b: string): boolean {
+  const ha = createHash("sha256").update(a).digest();
+  const hb = createHash("sha256").update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
