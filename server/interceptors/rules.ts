@@ -70,7 +70,7 @@ const sizeShape: Rule = {
     }
     if (method === M.send) {
       if (request.to !== BROADCAST) {
-        const v = nameViolation(request.to, "to", 'to (a member name or "*")');
+        const v = nameViolation(request.to, "to", "to");
         if (v) return v;
       }
       if ([...request.messageId].length > MAX_MESSAGE_ID_CHARS) {

@@ -1,0 +1,99 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { expect, it } from "vitest";
+import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
+import { describeEachDatabase, uniqueName } from "./support/harness.js";
+
+async function refusal(call: () => Promise<unknown>) {
+  const err = await call().then(
+    () => undefined,
+    (e) => ConnectError.from(e),
+  );
+  expect(err, "the call should have been refused").toBeInstanceOf(ConnectError);
+  const e = err as ConnectError;
+  return { code: e.code, message: e.rawMessage, detail: e.findDetails(RuleViolationSchema)[0] };
+}
+
+const text = (value: string) => ({ kind: { case: "text" as const, value } });
+
+describeEachDatabase("rules: size-shape and server-only", (env) => {
+  it("refuses badly shaped team, lead and member names, naming the field", async () => {
+    const anon = env().client();
+    const cases: [() => Promise<unknown>, string][] = [
+      [() => anon.createTeam({ team: "" }), "team"],
+      [() => anon.createTeam({ team: "Upper" }), "team"],
+      [() => anon.createTeam({ team: "-leading-dash" }), "team"],
+      [() => anon.createTeam({ team: "a".repeat(65) }), "team"],
+      [() => anon.createTeam({ team: uniqueName("t"), leadName: "has space" }), "lead_name"],
+    ];
+    const t = await env().team();
+    cases.push([() => t.lead.addMember({ name: "Alice" }), "name"]);
+    cases.push([() => t.lead.addMember({ name: "a/b" }), "name"]);
+    cases.push([() => t.lead.removeMember({ name: "" }), "name"]);
+    for (const [call, field] of cases) {
+      const r = await refusal(call);
+      expect(r.code).toBe(Code.InvalidArgument);
+      expect(r.message).toMatch(/^size-shape: /);
+      expect(r.detail).toMatchObject({ rule: "size-shape", field });
+    }
+  });
+
+  it("accepts names at the limits of the shape", async () => {
+    const name = `${"z".repeat(54)}.${"0".repeat(4)}_-x`.slice(0, 64);
+    const created = await env().client().createTeam({ team: name, leadName: "l.e_a-d9" });
+    expect(created.lead?.name).toBe("l.e_a-d9");
+    const lead = env().client(created.token);
+    expect((await lead.addMember({ name: "9" })).member?.name).toBe("9");
+  });
+
+  it("refuses a send without a message, with empty text, or with text over 64 KiB; accepts exactly 64 KiB", async () => {
+    const t = await env().team("alice");
+    const cases: [() => Promise<unknown>, string][] = [
+      [() => t.lead.send({ to: "alice" }), "message"],
+      [() => t.lead.send({ to: "alice", message: {} }), "message"],
+      [() => t.lead.send({ to: "alice", message: text("   ") }), "message.text"],
+      [
+        () => t.lead.send({ to: "alice", message: text("é".repeat(32 * 1024 + 1)) }),
+        "message.text",
+      ],
+      [() => t.lead.send({ to: "", message: text("hi") }), "to"],
+      [
+        () => t.lead.send({ to: "alice", message: text("hi"), messageId: "k".repeat(129) }),
+        "message_id",
+      ],
+    ];
+    for (const [call, field] of cases) {
+      const r = await refusal(call);
+      expect(r.code).toBe(Code.InvalidArgument);
+      expect(r.detail).toMatchObject({ rule: "size-shape", field });
+    }
+    const ok = await t.lead.send({
+      to: "alice",
+      message: text("é".repeat(32 * 1024)),
+      messageId: "k".repeat(128),
+    });
+    expect(ok.seq).toBe(1n);
+    // Nothing refused was stored.
+    expect((await t.member("alice").client.readInbox({})).envelopes).toHaveLength(1);
+  });
+
+  it("refuses a request_update from a client (server-only)", async () => {
+    const t = await env().team("alice");
+    const r = await refusal(() =>
+      t.lead.send({
+        to: "alice",
+        message: { kind: { case: "requestUpdate", value: { requestId: "req_x" } } },
+      }),
+    );
+    expect(r.code).toBe(Code.InvalidArgument);
+    expect(r.detail?.rule).toBe("server-only");
+  });
+
+  it("refuses a body larger than the server's read limit without falling over", async () => {
+    const t = await env().team("alice");
+    const r = await refusal(() =>
+      t.lead.send({ to: "alice", message: text("x".repeat(2 * 1024 * 1024)) }),
+    );
+    expect([Code.ResourceExhausted, Code.InvalidArgument]).toContain(r.code);
+    expect((await t.lead.send({ to: "alice", message: text("still up") })).seq).toBe(1n);
+  });
+});

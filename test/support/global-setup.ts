@@ -1,0 +1,38 @@
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+
+/** The PostgreSQL the suite creates its throwaway databases on. */
+export const DEFAULT_TEST_PG_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** Admin URL of a reachable PostgreSQL, or "" when the PostgreSQL suite is skipped. */
+    pgAdminUrl: string;
+  }
+}
+
+/**
+ * Decides once per run whether the PostgreSQL suite runs. Without a server the embedded
+ * suite still runs and the skip is said plainly; under CI=true a missing server fails.
+ */
+export default async function setup(project: TestProject): Promise<void> {
+  const url = process.env.TEST_DATABASE_URL || DEFAULT_TEST_PG_URL;
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    project.provide("pgAdminUrl", url);
+  } catch (err) {
+    const why = `PostgreSQL is not reachable at ${url} (${(err as Error).message})`;
+    if (process.env.CI === "true") {
+      throw new Error(`${why}; the PostgreSQL suite is mandatory under CI=true`);
+    }
+    process.stdout.write(
+      `\n*** SKIPPING the PostgreSQL suite: ${why}.\n` +
+        "*** Only the embedded-database suite runs. Set TEST_DATABASE_URL to run it.\n\n",
+    );
+    project.provide("pgAdminUrl", "");
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
