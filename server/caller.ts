@@ -1,11 +1,11 @@
 import { createContextKey } from "@connectrpc/connect";
-import type { MemberRow } from "./store/members.js";
+import type { MemberWithLead } from "./store/members.js";
 
 /**
  * The authenticated caller, put in the call's context values by the auth interceptor.
  * Handlers take identity from here only, never from the request.
  */
-export type Caller = MemberRow;
+export type Caller = MemberWithLead;
 
 export const callerKey = createContextKey<Caller | undefined>(undefined, {
   description: "the member the bearer token belongs to",

@@ -1,4 +1,5 @@
 import { Command, Option } from "commander";
+import { MAX_TTL_MS, MIN_TTL_MS } from "./interceptors/rules.js";
 
 export interface Config {
   host: string;
@@ -8,6 +9,8 @@ export interface Config {
   dataDir: string;
   adminToken: string | undefined;
   heartbeatIntervalMs: number;
+  shutdownTtlMs: number;
+  planApprovalTtlMs: number;
   shutdownGraceMs: number;
   dbPoolSize: number;
   logLevel: string;
@@ -17,6 +20,15 @@ const positiveInt = (name: string) => (value: string) => {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0)
     throw new Error(`${name} must be a whole number, got "${value}"`);
+  return n;
+};
+
+// Request deadlines stay within the bounds a per-request ttl may take.
+const ttl = (name: string) => (value: string) => {
+  const n = positiveInt(name)(value);
+  if (n < MIN_TTL_MS || n > MAX_TTL_MS) {
+    throw new Error(`${name} must be between ${MIN_TTL_MS} and ${MAX_TTL_MS} ms, got ${n}`);
+  }
   return n;
 };
 
@@ -51,6 +63,21 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
         .argParser(positiveInt("HEARTBEAT_INTERVAL_MS")),
     )
     .addOption(
+      new Option("--shutdown-ttl-ms <ms>", "time to answer a shutdown_request without a ttl")
+        .env("SHUTDOWN_TTL_MS")
+        .default(300_000)
+        .argParser(ttl("SHUTDOWN_TTL_MS")),
+    )
+    .addOption(
+      new Option(
+        "--plan-approval-ttl-ms <ms>",
+        "time to answer a plan_approval_request without a ttl",
+      )
+        .env("PLAN_APPROVAL_TTL_MS")
+        .default(1_800_000)
+        .argParser(ttl("PLAN_APPROVAL_TTL_MS")),
+    )
+    .addOption(
       new Option("--shutdown-grace-ms <ms>", "how long calls may finish at stop")
         .env("SHUTDOWN_GRACE_MS")
         .default(10_000)
@@ -81,6 +108,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     dataDir: o.dataDir,
     adminToken: env.TEAM_ADMIN_TOKEN || undefined,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
+    shutdownTtlMs: o.shutdownTtlMs,
+    planApprovalTtlMs: o.planApprovalTtlMs,
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
     logLevel: o.logLevel,

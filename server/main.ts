@@ -22,6 +22,9 @@ export async function run(config: Config, logger: Logger): Promise<{ stop: () =>
     logger,
     adminToken: config.adminToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
+    protocols: {
+      defaultTtlMs: { shutdown: config.shutdownTtlMs, plan_approval: config.planApprovalTtlMs },
+    },
   });
   const handler = connectNodeAdapter({ routes: app.routes, readMaxBytes: READ_MAX_BYTES });
   const server = await startServer({ handler, host: config.host, port: config.port, logger });
@@ -42,6 +45,7 @@ export async function run(config: Config, logger: Logger): Promise<{ stop: () =>
     stopping ??= (async () => {
       const t = Date.now();
       await server.close(config.shutdownGraceMs, () => app.hub.endAll());
+      await app.close();
       await db.close();
       logger.info({ event: "stop", stopMs: Date.now() - t }, "team-protocols stopped");
     })();

@@ -4,6 +4,8 @@ import {
   MemberRole as MemberRoleEnum,
   MemberStatus as MemberStatusEnum,
   PermissionMode as PermissionModeEnum,
+  RequestKind as RequestKindEnum,
+  RequestStatus as RequestStatusEnum,
 } from "../../gen/team/v1/enums_pb.js";
 import { MessageSchema } from "../../gen/team/v1/message_pb.js";
 import {
@@ -11,9 +13,12 @@ import {
   EnvelopeSchema,
   type Member,
   MemberSchema,
+  type RequestRecord,
+  RequestRecordSchema,
 } from "../../gen/team/v1/records_pb.js";
 import type { StoredMessage } from "../store/inbox.js";
 import type { MemberRow, PermissionMode } from "../store/members.js";
+import type { RequestKind, RequestRow, RequestStatus } from "../store/requests.js";
 
 // Between the store's words and the contract's enums and messages.
 
@@ -54,5 +59,52 @@ export function toEnvelope(team: string, m: StoredMessage): Envelope {
     sentAt: timestampFromDate(m.sentAt),
     message: fromBinary(MessageSchema, m.body),
     messageId: m.messageId,
+  });
+}
+
+const requestKinds: Record<RequestKind, RequestKindEnum> = {
+  shutdown: RequestKindEnum.SHUTDOWN,
+  plan_approval: RequestKindEnum.PLAN_APPROVAL,
+};
+
+const requestStatuses: Record<RequestStatus, RequestStatusEnum> = {
+  pending: RequestStatusEnum.PENDING,
+  approved: RequestStatusEnum.APPROVED,
+  rejected: RequestStatusEnum.REJECTED,
+  expired: RequestStatusEnum.EXPIRED,
+  canceled: RequestStatusEnum.CANCELED,
+};
+
+export const requestKindToProto = (kind: RequestKind) => requestKinds[kind];
+export const requestStatusToProto = (status: RequestStatus) => requestStatuses[status];
+
+/** UNSPECIFIED means "any"; undefined for a value outside the enum. */
+export function requestKindFromProto(kind: RequestKindEnum): RequestKind | null | undefined {
+  if (kind === RequestKindEnum.UNSPECIFIED) return null;
+  const found = Object.entries(requestKinds).find(([, v]) => v === kind);
+  return found ? (found[0] as RequestKind) : undefined;
+}
+
+export function requestStatusFromProto(
+  status: RequestStatusEnum,
+): RequestStatus | null | undefined {
+  if (status === RequestStatusEnum.UNSPECIFIED) return null;
+  const found = Object.entries(requestStatuses).find(([, v]) => v === status);
+  return found ? (found[0] as RequestStatus) : undefined;
+}
+
+export function toRequestRecord(r: RequestRow): RequestRecord {
+  return create(RequestRecordSchema, {
+    requestId: r.id,
+    kind: requestKinds[r.kind],
+    team: r.teamName,
+    from: r.fromName,
+    to: r.toName,
+    status: requestStatuses[r.status],
+    request: fromBinary(MessageSchema, r.requestBody),
+    ...(r.responseBody ? { response: fromBinary(MessageSchema, r.responseBody) } : {}),
+    createdAt: timestampFromDate(r.createdAt),
+    ...(r.resolvedAt ? { resolvedAt: timestampFromDate(r.resolvedAt) } : {}),
+    expiresAt: timestampFromDate(r.expiresAt),
   });
 }

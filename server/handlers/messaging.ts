@@ -10,8 +10,10 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
-import { DomainError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
+import { planSend } from "../protocols/index.js";
+import type { ProtocolConfig } from "../protocols/protocol.js";
+import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
 import { sendMessage } from "../store/send.js";
@@ -26,31 +28,47 @@ type MessagingImpl = Pick<ServiceImpl<typeof TeamService>, "send" | "readInbox" 
 const kindName = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Send, ReadInbox, Ack. Subscribe is in subscribe.ts. */
-export function messagingHandlers(deps: { db: Database; hub: InboxHub }): MessagingImpl {
-  const { db, hub } = deps;
+export function messagingHandlers(deps: {
+  db: Database;
+  hub: InboxHub;
+  waiters: RequestWaiters;
+  protocols: ProtocolConfig;
+}): MessagingImpl {
+  const { db, hub, waiters, protocols } = deps;
   return {
     async send(req, ctx) {
       const caller = requireCaller(ctx.values);
-      const message = req.message;
       // The rules interceptor has refused a missing message already.
-      if (message?.kind.case !== "text") {
-        throw new DomainError(
-          "unimplemented",
-          `${kindName(message?.kind.case ?? "")} is not supported by this server yet`,
-        );
-      }
-      const body = toBinary(MessageSchema, message);
+      const message = req.message ?? create(MessageSchema);
+      const plan = planSend({
+        caller,
+        to: req.to,
+        message,
+        ttlMs: req.ttl
+          ? Number(req.ttl.seconds) * 1000 + Math.floor(req.ttl.nanos / 1e6)
+          : undefined,
+        config: protocols,
+      });
       const result = await sendMessage(db, {
         teamId: caller.teamId,
         sender: { id: caller.id, name: caller.name },
         to: req.to,
-        kind: kindName(message.kind.case),
-        body,
+        kind: kindName(message.kind.case ?? ""),
+        body: toBinary(MessageSchema, plan.message),
+        ...(plan.requestId ? { requestId: plan.requestId } : {}),
+        ...(plan.beforeAppend ? { beforeAppend: plan.beforeAppend } : {}),
+        ...(plan.beforeCommit ? { beforeCommit: plan.beforeCommit } : {}),
         ...(req.messageId
-          ? { messageId: req.messageId, fingerprint: fingerprint(req.to, body) }
+          ? {
+              messageId: req.messageId,
+              fingerprint: fingerprint(req.to, toBinary(MessageSchema, message)),
+            }
           : {}),
       });
-      if (!result.replayed) hub.wake(result.deliveries.map((d) => d.memberId));
+      if (!result.replayed) {
+        hub.wake(result.deliveries.map((d) => d.memberId));
+        plan.afterCommit?.({ hub, waiters });
+      }
       return create(SendResponseSchema, {
         seq: req.to === "*" ? 0n : (result.deliveries[0]?.seq ?? 0n),
         requestId: result.requestId,

@@ -1,22 +1,145 @@
+import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import {
+  AwaitRequestResponseSchema,
+  CancelRequestResponseSchema,
+  GetRequestResponseSchema,
+  ListRequestsResponseSchema,
+  type TeamService,
+} from "../../gen/team/v1/team_service_pb.js";
+import { type Caller, requireCaller } from "../caller.js";
 import { DomainError } from "../errors.js";
+import type { InboxHub } from "../inbox/hub.js";
+import { cancelRequest } from "../protocols/cancel.js";
+import type { RequestWaiters } from "../protocols/request-waiters.js";
+import type { Database } from "../store/database.js";
+import { listMembers } from "../store/members.js";
+import { findRequest, listRequests, type RequestRow } from "../store/requests.js";
+import { requestKindFromProto, requestStatusFromProto, toRequestRecord } from "./convert.js";
 
 type RequestsImpl = Pick<
   ServiceImpl<typeof TeamService>,
   "getRequest" | "listRequests" | "awaitRequest" | "cancelRequest"
 >;
 
-const notYet = (): never => {
-  throw new DomainError("unimplemented", "protocol requests are not supported by this server yet");
-};
+const DEFAULT_PAGE = 50;
+const MAX_PAGE = 500;
+const DEFAULT_AWAIT_MS = 60_000;
+const MAX_AWAIT_MS = 15 * 60_000;
+/** AwaitRequest answers this long before the caller's deadline, so the answer arrives. */
+const DEADLINE_MARGIN_MS = 50;
+/** Waiters re-read at least this often (transitions made by another server process). */
+const RECHECK_MS = 1_000;
 
-/** GetRequest, ListRequests, AwaitRequest, CancelRequest: the protocols issue builds them. */
-export function requestHandlers(): RequestsImpl {
+const isParty = (caller: Caller, r: RequestRow) =>
+  caller.role === "lead" || r.fromId === caller.id || r.toId === caller.id;
+
+/** A request of the caller's team that the caller may see (a party, or the lead). */
+async function visibleRequest(db: Database, caller: Caller, id: string): Promise<RequestRow> {
+  const request = await findRequest(db, caller.teamId, id);
+  if (!request) throw new DomainError("not-found", `no request ${id} in this team`);
+  if (!isParty(caller, request)) {
+    throw new DomainError(
+      "permission-denied",
+      `request ${id} is between "${request.fromName}" and "${request.toName}"; only they and the lead may see it`,
+    );
+  }
+  return request;
+}
+
+/** GetRequest, ListRequests, AwaitRequest, CancelRequest. */
+export function requestHandlers(deps: {
+  db: Database;
+  hub: InboxHub;
+  waiters: RequestWaiters;
+}): RequestsImpl {
+  const { db, hub, waiters } = deps;
   return {
-    getRequest: notYet,
-    listRequests: notYet,
-    awaitRequest: notYet,
-    cancelRequest: notYet,
+    async getRequest(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const request = await visibleRequest(db, caller, req.requestId);
+      return create(GetRequestResponseSchema, { request: toRequestRecord(request) });
+    },
+
+    async listRequests(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const status = requestStatusFromProto(req.status);
+      const kind = requestKindFromProto(req.kind);
+      if (status === undefined)
+        throw new DomainError("invalid-argument", "status is not a known status");
+      if (kind === undefined) throw new DomainError("invalid-argument", "kind is not a known kind");
+      let partyId: number | undefined;
+      if (req.party !== "") {
+        const party = (await listMembers(db, caller.teamId)).find((m) => m.name === req.party);
+        if (!party) throw new DomainError("not-found", `no member "${req.party}" in this team`);
+        partyId = party.id;
+      }
+      let beforePosition: bigint | undefined;
+      if (req.pageToken !== "") {
+        if (!/^[0-9]{1,19}$/.test(req.pageToken)) {
+          throw new DomainError("invalid-argument", "page_token is not one this server gave out");
+        }
+        beforePosition = BigInt(req.pageToken);
+      }
+      const pageSize = Math.min(req.pageSize || DEFAULT_PAGE, MAX_PAGE);
+      const rows = await listRequests(db, {
+        teamId: caller.teamId,
+        // The lead sees the team's requests; everyone else only those they are party to.
+        partyId: caller.role === "lead" ? partyId : caller.id,
+        alsoPartyId: caller.role === "lead" ? undefined : partyId,
+        status: status ?? undefined,
+        kind: kind ?? undefined,
+        beforePosition,
+        limit: pageSize + 1,
+      });
+      const page = rows.slice(0, pageSize);
+      const last = page.at(-1);
+      return create(ListRequestsResponseSchema, {
+        requests: page.map(toRequestRecord),
+        nextPageToken: rows.length > pageSize && last ? last.position.toString() : "",
+      });
+    },
+
+    async awaitRequest(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const asked = req.timeout
+        ? Number(req.timeout.seconds) * 1000 + Math.floor(req.timeout.nanos / 1e6)
+        : DEFAULT_AWAIT_MS;
+      if (asked < 0) throw new DomainError("invalid-argument", "timeout is negative");
+      const callDeadline = ctx.timeoutMs();
+      const budget = Math.min(
+        asked,
+        MAX_AWAIT_MS,
+        callDeadline === undefined ? Number.POSITIVE_INFINITY : callDeadline - DEADLINE_MARGIN_MS,
+      );
+      const until = Date.now() + Math.max(0, budget);
+      for (;;) {
+        const request = await visibleRequest(db, caller, req.requestId);
+        const left = until - Date.now();
+        if (request.status !== "pending" || left <= 0 || ctx.signal.aborted) {
+          return create(AwaitRequestResponseSchema, { request: toRequestRecord(request) });
+        }
+        // Wake on a transition in this process, at the deadline (the record then reads as
+        // expired), or on the periodic re-read.
+        const untilExpiry = request.expiresAt.getTime() - Date.now() + 5;
+        await waiters.wait(
+          request.id,
+          Math.max(1, Math.min(left, RECHECK_MS, untilExpiry)),
+          ctx.signal,
+        );
+      }
+    },
+
+    async cancelRequest(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const { request, delivery } = await cancelRequest(db, {
+        teamId: caller.teamId,
+        requestId: req.requestId,
+        callerId: caller.id,
+      });
+      if (delivery) hub.wake([delivery.memberId]);
+      waiters.notify(request.id);
+      return create(CancelRequestResponseSchema, { request: toRequestRecord(request) });
+    },
   };
 }

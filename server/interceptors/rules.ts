@@ -52,6 +52,97 @@ function nameViolation(value: string, field: string, what: string): Violation | 
 
 const M = TeamService.method;
 
+export const MAX_PLAN_BYTES = 256 * 1024;
+/** Reasons, feedback, summaries, errors: one paragraph's worth each. */
+export const MAX_NOTE_BYTES = 16 * 1024;
+/** A task's result may be long (it is what the lead reads). */
+export const MAX_RESULT_BYTES = 256 * 1024;
+export const MIN_TTL_MS = 1_000;
+export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
+const REQUEST_ID = /^req_[A-Za-z0-9_-]{22}$/;
+
+// biome-ignore lint/suspicious/noExplicitAny: the request is narrowed by the method checks.
+type AnyRequest = Record<string, any>;
+
+interface SentMessage {
+  case: string;
+  value: AnyRequest;
+  to: string;
+}
+
+/** The Message case a Send carries, with its value; undefined for other calls. */
+function sent(call: RuleCall): SentMessage | undefined {
+  if (call.method !== M.send) return undefined;
+  const kind = call.request.message?.kind;
+  if (kind?.case === undefined) return undefined;
+  return { case: kind.case, value: kind.value, to: call.request.to };
+}
+
+const tooBig = (value: string, max: number) => utf8Bytes(value) > max;
+
+function sizeOfMessage(c: { case: string; value: AnyRequest }): Violation | undefined {
+  const v = c.value;
+  const over = (field: string, value: string, max: number): Violation | undefined =>
+    tooBig(value, max) ? { sentence: `${field} is larger than ${max} bytes`, field } : undefined;
+  const requestId = (field: string): Violation | undefined =>
+    REQUEST_ID.test(v.requestId)
+      ? undefined
+      : {
+          sentence:
+            v.requestId === ""
+              ? `${field} is required: the request_id of the request you answer`
+              : `${field} ${JSON.stringify(String(v.requestId).slice(0, 64))} is not a request id`,
+          field,
+        };
+  switch (c.case) {
+    case "text": {
+      const text = c.value as unknown as string;
+      if (text.trim() === "") return { sentence: "text is empty", field: "message.text" };
+      return over("message.text", text, MAX_TEXT_BYTES);
+    }
+    case "shutdownRequest":
+      return over("message.shutdown_request.reason", v.reason, MAX_NOTE_BYTES);
+    case "shutdownResponse":
+      return (
+        requestId("message.shutdown_response.request_id") ??
+        over("message.shutdown_response.reason", v.reason, MAX_NOTE_BYTES)
+      );
+    case "planApprovalRequest":
+      if (v.plan.trim() === "") {
+        return { sentence: "plan is empty", field: "message.plan_approval_request.plan" };
+      }
+      return over("message.plan_approval_request.plan", v.plan, MAX_PLAN_BYTES);
+    case "planApprovalResponse":
+      return (
+        requestId("message.plan_approval_response.request_id") ??
+        over("message.plan_approval_response.feedback", v.feedback, MAX_NOTE_BYTES)
+      );
+    case "taskNotification": {
+      const field = "message.task_notification";
+      if (v.status === 0) {
+        return {
+          sentence: "status is required: completed, failed or stopped",
+          field: `${field}.status`,
+        };
+      }
+      if (![1, 2, 3].includes(v.status)) {
+        return {
+          sentence: `status ${v.status} is not a known task status`,
+          field: `${field}.status`,
+        };
+      }
+      return (
+        over(`${field}.task_id`, v.taskId, 256) ??
+        over(`${field}.description`, v.description, MAX_NOTE_BYTES) ??
+        over(`${field}.summary`, v.summary, MAX_NOTE_BYTES) ??
+        over(`${field}.error`, v.error, MAX_NOTE_BYTES) ??
+        over(`${field}.result`, v.result, MAX_RESULT_BYTES)
+      );
+    }
+  }
+  return undefined;
+}
+
 /** size-shape: names and bodies have the shapes and sizes the contract promises. */
 const sizeShape: Rule = {
   id: "size-shape",
@@ -79,21 +170,40 @@ const sizeShape: Rule = {
           field: "message_id",
         };
       }
-      const message = request.message;
-      if (message === undefined || message.kind.case === undefined) {
+      const kind = request.message?.kind;
+      if (kind?.case === undefined) {
         return {
           sentence: 'message is required: set one case, e.g. {"text": "hello"}',
           field: "message",
         };
       }
-      if (message.kind.case === "text") {
-        if (message.kind.value.trim() === "") {
-          return { sentence: "text is empty", field: "message.text" };
+      if (request.ttl !== undefined) {
+        if (kind.case !== "shutdownRequest" && kind.case !== "planApprovalRequest") {
+          return { sentence: "ttl applies to protocol requests only", field: "ttl" };
         }
-        if (utf8Bytes(message.kind.value) > MAX_TEXT_BYTES) {
-          return { sentence: `text is larger than ${MAX_TEXT_BYTES} bytes`, field: "message.text" };
+        const ms = Number(request.ttl.seconds) * 1000 + request.ttl.nanos / 1e6;
+        if (!(ms >= MIN_TTL_MS && ms <= MAX_TTL_MS)) {
+          return {
+            sentence: `ttl must be between ${MIN_TTL_MS / 1000} s and ${MAX_TTL_MS / 86_400_000} days`,
+            field: "ttl",
+          };
         }
       }
+      return sizeOfMessage(kind);
+    }
+    if (method === M.getRequest || method === M.awaitRequest || method === M.cancelRequest) {
+      if (!REQUEST_ID.test(request.requestId)) {
+        return {
+          sentence:
+            request.requestId === ""
+              ? "request_id is required"
+              : `request_id ${JSON.stringify(String(request.requestId).slice(0, 64))} is not a request id`,
+          field: "request_id",
+        };
+      }
+    }
+    if (method === M.listRequests && request.party !== "") {
+      return nameViolation(request.party, "party", "party");
     }
     return undefined;
   },
@@ -103,19 +213,139 @@ const sizeShape: Rule = {
 const serverOnly: Rule = {
   id: "server-only",
   refusal: "invalid-argument",
-  check({ method, request }) {
-    if (method === M.send && request.message?.kind.case === "requestUpdate") {
+  check(call) {
+    if (sent(call)?.case !== "requestUpdate") return undefined;
+    return {
+      sentence: "request_update messages are written by the server only",
+      field: "message.request_update",
+    };
+  },
+};
+
+/** no-broadcast: structured messages go to one member, never to "*". */
+const noBroadcast: Rule = {
+  id: "no-broadcast",
+  refusal: "invalid-argument",
+  check(call) {
+    const m = sent(call);
+    if (!m || m.case === "text" || m.to !== BROADCAST) return undefined;
+    return {
+      sentence: 'structured messages cannot be broadcast (to: "*"); address one member',
+      field: "to",
+    };
+  },
+};
+
+/** lead-only-shutdown: only the lead asks a teammate to shut down. */
+const leadOnlyShutdown: Rule = {
+  id: "lead-only-shutdown",
+  refusal: "permission-denied",
+  check(call) {
+    if (sent(call)?.case !== "shutdownRequest" || call.caller?.role === "lead") return undefined;
+    return { sentence: "only the team lead may send a shutdown_request" };
+  },
+};
+
+/** shutdown-to-teammate: the lead asks a teammate, not itself. */
+const shutdownToTeammate: Rule = {
+  id: "shutdown-to-teammate",
+  refusal: "invalid-argument",
+  check(call) {
+    const m = sent(call);
+    if (m?.case !== "shutdownRequest" || m.to !== call.caller?.lead.name) return undefined;
+    return { sentence: "a shutdown_request goes to a teammate, not to the lead", field: "to" };
+  },
+};
+
+/** response-to-lead: a shutdown_response is addressed to the lead. */
+const responseToLead: Rule = {
+  id: "response-to-lead",
+  refusal: "invalid-argument",
+  check(call) {
+    const m = sent(call);
+    const lead = call.caller?.lead.name;
+    if (m?.case !== "shutdownResponse" || m.to === lead) return undefined;
+    return { sentence: `shutdown_response must be sent to the team lead "${lead}"`, field: "to" };
+  },
+};
+
+/** reason-on-reject: rejecting a shutdown says why. */
+const reasonOnReject: Rule = {
+  id: "reason-on-reject",
+  refusal: "invalid-argument",
+  check(call) {
+    const m = sent(call);
+    if (m?.case !== "shutdownResponse" || m.value.approve || m.value.reason.trim() !== "") {
+      return undefined;
+    }
+    return {
+      sentence: "reason is required when rejecting a shutdown request",
+      field: "message.shutdown_response.reason",
+    };
+  },
+};
+
+/** lead-only-approval: only the lead answers a plan approval request. */
+const leadOnlyApproval: Rule = {
+  id: "lead-only-approval",
+  refusal: "permission-denied",
+  check(call) {
+    if (sent(call)?.case !== "planApprovalResponse" || call.caller?.role === "lead") {
+      return undefined;
+    }
+    return { sentence: "only the team lead may approve or reject plans" };
+  },
+};
+
+/** plan-to-lead: plans are submitted to the lead, by a teammate. */
+const planToLead: Rule = {
+  id: "plan-to-lead",
+  refusal: "invalid-argument",
+  check(call) {
+    const m = sent(call);
+    if (m?.case !== "planApprovalRequest") return undefined;
+    const lead = call.caller?.lead.name;
+    if (m.to !== lead) {
       return {
-        sentence: "request_update messages are written by the server only",
-        field: "message.request_update",
+        sentence: `plan_approval_request must be sent to the team lead "${lead}"`,
+        field: "to",
       };
+    }
+    if (call.caller?.role === "lead") {
+      return { sentence: "the lead does not submit plans to itself", field: "to" };
     }
     return undefined;
   },
 };
 
-/** The table, in the order the rules are checked. */
-export const rules: readonly Rule[] = [sizeShape, serverOnly];
+/** task-to-lead: task notifications report to the lead. */
+const taskToLead: Rule = {
+  id: "task-to-lead",
+  refusal: "invalid-argument",
+  check(call) {
+    const m = sent(call);
+    const lead = call.caller?.lead.name;
+    if (m?.case !== "taskNotification" || m.to === lead) return undefined;
+    return { sentence: `task_notification must be sent to the team lead "${lead}"`, field: "to" };
+  },
+};
+
+/**
+ * The table, in the order the rules are checked: shape first (so later rules can trust
+ * it), then who may send what to whom.
+ */
+export const rules: readonly Rule[] = [
+  sizeShape,
+  serverOnly,
+  noBroadcast,
+  leadOnlyShutdown,
+  shutdownToTeammate,
+  responseToLead,
+  reasonOnReject,
+  leadOnlyApproval,
+  planToLead,
+  taskToLead,
+];
 
 /** Checks a unary call against the table; throws the first violation. */
 export function checkRules(call: RuleCall, table: readonly Rule[] = rules): void {

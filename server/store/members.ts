@@ -159,17 +159,48 @@ export async function listMembers(db: Queryable, teamId: number): Promise<Member
   return rows.map(toMember);
 }
 
+/** A member together with its team's lead (who protocol rules refer to). */
+export interface MemberWithLead extends MemberRow {
+  lead: { id: number; name: string; permissionMode: PermissionMode };
+}
+
 /** The member holding this token, active or not; undefined for an unknown token. */
 export async function findMemberByTokenHash(
   db: Queryable,
   tokenHash: Uint8Array,
-): Promise<MemberRow | undefined> {
-  const [row] = await db.query<MemberSqlRow>(
-    `SELECT ${memberColumns} FROM members m JOIN teams t ON t.id = m.team_id
+): Promise<MemberWithLead | undefined> {
+  const [row] = await db.query<
+    MemberSqlRow & { lead_id: number; lead_name: string; lead_permission_mode: PermissionMode }
+  >(
+    `SELECT ${memberColumns}, l.id AS lead_id, l.name AS lead_name,
+            l.permission_mode AS lead_permission_mode
+     FROM members m JOIN teams t ON t.id = m.team_id
+     JOIN members l ON l.team_id = m.team_id AND l.role = 'lead'
      WHERE m.token_hash = $1`,
     [tokenHash],
   );
-  return row ? toMember(row) : undefined;
+  if (!row) return undefined;
+  return {
+    ...toMember(row),
+    lead: { id: row.lead_id, name: row.lead_name, permissionMode: row.lead_permission_mode },
+  };
+}
+
+/** Marks a member stopped by an approved shutdown (inside the approving transaction). */
+export async function markStopped(tx: Queryable, memberId: number): Promise<void> {
+  await tx.query(
+    "UPDATE members SET status = 'stopped', stopped_at = now() WHERE id = $1 AND role = 'teammate'",
+    [memberId],
+  );
+}
+
+/** Sets the permission mode a teammate inherits when its plan is approved. */
+export async function setPermissionMode(
+  tx: Queryable,
+  memberId: number,
+  mode: PermissionMode,
+): Promise<void> {
+  await tx.query("UPDATE members SET permission_mode = $2 WHERE id = $1", [memberId, mode]);
 }
 
 /** Records activity; callers throttle it (it is a write). */

@@ -19,10 +19,29 @@ export interface SendInput {
   /** Identifies the message for message_id reuse checks (sha256 of to + body). */
   fingerprint?: Uint8Array;
   /**
+   * Runs first inside the send's transaction, before any inbox is locked (a response checks
+   * and moves its request here: request row before inbox rows is the one lock order).
+   */
+  beforeAppend?: (tx: Queryable) => Promise<void>;
+  /**
    * Runs inside the send's transaction after the messages are stored, before commit
-   * (protocols store their request record here, so both commit or neither does).
+   * (a new protocol request stores its record here, so both commit or neither does).
    */
   beforeCommit?: (tx: Queryable, deliveries: Delivery[]) => Promise<void>;
+}
+
+/** One message as appendToInboxes stores it (for every recipient alike). */
+export interface NewMessage {
+  teamId: number;
+  /** null for messages the server writes itself. */
+  senderId: number | null;
+  fromName: string;
+  /** The addressee as written: a member name or "*". */
+  to: string;
+  kind: string;
+  body: Uint8Array;
+  requestId?: string | undefined;
+  messageId?: string | undefined;
 }
 
 export interface Delivery {
@@ -54,8 +73,22 @@ export async function sendMessage(db: Database, input: SendInput): Promise<SendR
       const previous = await claimMessageId(tx, input);
       if (previous) return previous;
     }
+    await input.beforeAppend?.(tx);
     const recipients = await resolveRecipients(tx, input);
-    const deliveries = await appendToInboxes(tx, input, recipients);
+    const deliveries = await appendToInboxes(
+      tx,
+      {
+        teamId: input.teamId,
+        senderId: input.sender.id,
+        fromName: input.sender.name,
+        to: input.to,
+        kind: input.kind,
+        body: input.body,
+        requestId: input.requestId,
+        messageId: input.messageId,
+      },
+      recipients,
+    );
     await input.beforeCommit?.(tx, deliveries);
     if (input.messageId) {
       await tx.query(
@@ -138,9 +171,9 @@ async function resolveRecipients(
  * locked in member-id order (so two broadcasts cannot deadlock) and stay locked until
  * commit, which is what keeps every inbox's seqs committing in order.
  */
-async function appendToInboxes(
+export async function appendToInboxes(
   tx: Queryable,
-  input: SendInput,
+  message: NewMessage,
   recipients: { id: number; name: string }[],
 ): Promise<Delivery[]> {
   if (recipients.length === 0) return [];
@@ -167,14 +200,14 @@ async function appendToInboxes(
     [
       deliveries.map((d) => d.memberId),
       deliveries.map((d) => d.seq),
-      input.teamId,
-      input.sender.id,
-      input.sender.name,
-      input.to,
-      input.requestId ?? null,
-      input.messageId ?? null,
-      input.kind,
-      input.body,
+      message.teamId,
+      message.senderId,
+      message.fromName,
+      message.to,
+      message.requestId ?? null,
+      message.messageId ?? null,
+      message.kind,
+      message.body,
     ],
   );
   return deliveries;

@@ -102,6 +102,7 @@ export async function startTestEnv(
     ...env,
     async close() {
       await server.close(2_000, () => app.hub.endAll());
+      await app.close();
     },
   };
 }

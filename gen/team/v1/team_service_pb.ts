@@ -279,7 +279,8 @@ export type SendResponse = Message<"team.v1.SendResponse"> & {
 
   /**
    * For a protocol request (shutdown_request, plan_approval_request), the request_id
-   * the server assigned; the answer must carry it. "" otherwise.
+   * the server assigned (the answer must carry it); for an answer, the request it
+   * answered. "" for text and task notifications.
    *
    * @generated from field: string request_id = 2;
    */

@@ -1,0 +1,51 @@
+import { RuleViolationError } from "../errors.js";
+import type { Database } from "../store/database.js";
+import { findRequest, finishRequest, loadRequest, type RequestRow } from "../store/requests.js";
+import type { Delivery } from "../store/send.js";
+import { deliverRequestUpdate } from "./request-updates.js";
+
+/**
+ * CancelRequest: the requester withdraws a pending request. Only the requester may
+ * (requester-only); only while pending (once-only). The addressee is told with a
+ * request_update, so it does not answer a request nobody waits for any more.
+ */
+export async function cancelRequest(
+  db: Database,
+  q: { teamId: number; requestId: string; callerId: number },
+): Promise<{ request: RequestRow; delivery: Delivery | undefined }> {
+  return db.transaction(async (tx) => {
+    const request = await findRequest(tx, q.teamId, q.requestId, { lock: true });
+    if (!request) {
+      throw new RuleViolationError(
+        "unknown-request",
+        "not-found",
+        `no request ${q.requestId} in this team`,
+        "request_id",
+      );
+    }
+    if (request.fromId !== q.callerId) {
+      throw new RuleViolationError(
+        "requester-only",
+        "permission-denied",
+        `only "${request.fromName}", who sent request ${q.requestId}, may cancel it`,
+        "request_id",
+      );
+    }
+    if (request.status !== "pending" || !(await finishRequest(tx, request.id, "canceled", null))) {
+      throw new RuleViolationError(
+        "once-only",
+        "failed-precondition",
+        `request ${q.requestId} is already ${request.status === "pending" ? "expired" : request.status}; only a pending request can be canceled`,
+        "request_id",
+      );
+    }
+    const delivery = await deliverRequestUpdate(
+      tx,
+      request,
+      "canceled",
+      "addressee",
+      `"${request.fromName}" canceled request ${request.id}; no answer is needed`,
+    );
+    return { request: await loadRequest(tx, q.teamId, request.id), delivery };
+  });
+}

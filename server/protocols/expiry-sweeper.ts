@@ -1,0 +1,88 @@
+import type { InboxHub } from "../inbox/hub.js";
+import type { Logger } from "../logger.js";
+import type { Database } from "../store/database.js";
+import { claimOverdueRequest, finishRequest } from "../store/requests.js";
+import { deliverRequestUpdate } from "./request-updates.js";
+import type { RequestWaiters } from "./request-waiters.js";
+
+export interface ExpirySweeperOptions {
+  db: Database;
+  hub: InboxHub;
+  waiters: RequestWaiters;
+  logger: Logger;
+  /** How often overdue requests are looked for. */
+  intervalMs: number;
+}
+
+export interface ExpirySweeper {
+  /** Expires every overdue request now; returns how many it expired. */
+  sweep(): Promise<number>;
+  /** Stops the timer and waits for a sweep in progress. */
+  stop(): Promise<void>;
+}
+
+/** At most this many requests expire per tick, so one tick stays short. */
+const MAX_PER_TICK = 500;
+
+/**
+ * Moves pending requests past their deadline to expired and tells each requester with a
+ * request_update. One transaction per request: the overdue row is claimed with FOR UPDATE
+ * SKIP LOCKED and moved by compare-and-set, so several server processes can sweep the same
+ * database, and a response racing the expiry either wins (the sweeper then skips it) or
+ * loses (and is refused by once-only).
+ */
+export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
+  const { db, hub, waiters, logger } = options;
+  let running: Promise<number> | undefined;
+  let stopped = false;
+
+  const expireOne = () =>
+    db.transaction(async (tx) => {
+      const request = await claimOverdueRequest(tx);
+      if (!request) return undefined;
+      await finishRequest(tx, request.id, "expired", null);
+      const delivery = await deliverRequestUpdate(
+        tx,
+        request,
+        "expired",
+        "requester",
+        `request ${request.id} to "${request.toName}" expired without an answer`,
+      );
+      return { request, delivery };
+    });
+
+  const sweep = async (): Promise<number> => {
+    let count = 0;
+    while (count < MAX_PER_TICK && !stopped) {
+      const expired = await expireOne();
+      if (!expired) break;
+      count++;
+      if (expired.delivery) hub.wake([expired.delivery.memberId]);
+      waiters.notify(expired.request.id);
+    }
+    return count;
+  };
+
+  const tick = () => {
+    if (stopped || running) return;
+    running = sweep()
+      .catch((err) => {
+        logger.error({ event: "sweep_failed", err }, "request expiry sweep failed");
+        return 0;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer = setInterval(tick, options.intervalMs);
+  timer.unref();
+
+  return {
+    sweep,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

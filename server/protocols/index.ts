@@ -1,0 +1,30 @@
+import { planPlanApprovalRequest, planPlanApprovalResponse } from "./plan-approval.js";
+import type { SendInput, SendPlan } from "./protocol.js";
+import { planShutdownRequest, planShutdownResponse } from "./shutdown.js";
+import { planTaskNotification } from "./task-notification.js";
+
+/**
+ * Which protocol carries out a Send, by the Message case. The stateless rules have already
+ * been checked by the rules interceptor; each protocol enforces its stateful ones inside
+ * the send's transaction.
+ */
+export function planSend(input: SendInput): SendPlan {
+  const message = input.message;
+  switch (message.kind.case) {
+    case "text":
+      return { message };
+    case "shutdownRequest":
+      return planShutdownRequest(input, message);
+    case "shutdownResponse":
+      return planShutdownResponse(input, message);
+    case "planApprovalRequest":
+      return planPlanApprovalRequest(input, message);
+    case "planApprovalResponse":
+      return planPlanApprovalResponse(input, message);
+    case "taskNotification":
+      return planTaskNotification(message);
+    default:
+      // requestUpdate is refused by the server-only rule; an unset case by size-shape.
+      throw new Error(`no protocol for message case ${message.kind.case}`);
+  }
+}

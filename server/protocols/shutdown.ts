@@ -1,0 +1,55 @@
+import { create } from "@bufbuild/protobuf";
+import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { markStopped } from "../store/members.js";
+import type { SendInput, SendPlan } from "./protocol.js";
+import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
+
+/**
+ * Shutdown: the lead asks a teammate to stop, and the teammate decides.
+ *
+ * - Request: `shutdown_request` (optional reason), only from the lead (lead-only-shutdown),
+ *   to one teammate (shutdown-to-teammate, no-broadcast). Opens a pending request with a
+ *   deadline; the teammate receives it with the request_id.
+ * - Answer: `shutdown_response` (request_id, approve, reason), only from that teammate
+ *   (addressee-only), once (once-only), to the lead (response-to-lead), with a reason when
+ *   rejecting (reason-on-reject).
+ * - States: pending -> approved | rejected | expired | canceled.
+ * - Approve: in the same transaction the request becomes approved, the teammate becomes
+ *   stopped (its token is refused from then on) and the approval lands in the lead's inbox;
+ *   after the commit the teammate's streams end cleanly.
+ * - Reject: the request becomes rejected, the lead receives the reason, and the teammate
+ *   keeps working.
+ */
+export function planShutdownRequest(input: SendInput, message: Message): SendPlan {
+  return openRequestPlan("shutdown", input, message);
+}
+
+export function planShutdownResponse(input: SendInput, message: Message): SendPlan {
+  if (message.kind.case !== "shutdownResponse") throw new Error("not a shutdown_response");
+  const answer = message.kind.value;
+  const stored = create(MessageSchema, {
+    kind: {
+      case: "shutdownResponse",
+      value: { ...answer, reason: answer.reason.trim() },
+    },
+  });
+  return {
+    message: stored,
+    requestId: answer.requestId,
+    beforeAppend: (tx) =>
+      answerRequest(tx, {
+        kind: "shutdown",
+        input,
+        requestId: answer.requestId,
+        approve: answer.approve,
+        message: stored,
+        onDecided: async (tx2) => {
+          if (answer.approve) await markStopped(tx2, input.caller.id);
+        },
+      }),
+    afterCommit({ hub, waiters }) {
+      waiters.notify(answer.requestId);
+      if (answer.approve) hub.endMember(input.caller.id);
+    },
+  };
+}

@@ -1,0 +1,234 @@
+import { RuleViolationError } from "../errors.js";
+import type { Queryable } from "./database.js";
+import { one } from "./rows.js";
+
+export type RequestKind = "shutdown" | "plan_approval";
+export type RequestStatus = "pending" | "approved" | "rejected" | "expired" | "canceled";
+
+export interface RequestRow {
+  id: string;
+  /** Creation order (ListRequests' page cursor). */
+  position: bigint;
+  teamId: number;
+  teamName: string;
+  kind: RequestKind;
+  fromId: number;
+  fromName: string;
+  toId: number;
+  toName: string;
+  /** As the parties see it: a pending request past its deadline is already expired. */
+  status: RequestStatus;
+  requestBody: Uint8Array;
+  responseBody: Uint8Array | null;
+  createdAt: Date;
+  resolvedAt: Date | null;
+  expiresAt: Date;
+}
+
+interface RequestSqlRow {
+  id: string;
+  position: bigint;
+  team_id: number;
+  team_name: string;
+  kind: RequestKind;
+  from_id: number;
+  from_name: string;
+  to_id: number;
+  to_name: string;
+  status: RequestStatus;
+  request_body: Uint8Array;
+  response_body: Uint8Array | null;
+  created_at: Date;
+  resolved_at: Date | null;
+  expires_at: Date;
+}
+
+// The status column says 'pending' until the sweeper runs; readers must not see a request
+// as answerable once its deadline has passed, so the effective status is computed here.
+const requestColumns = `r.id, r.position, r.team_id, t.name AS team_name, r.kind, r.from_id,
+  f.name AS from_name, r.to_id, a.name AS to_name,
+  CASE WHEN r.status = 'pending' AND r.expires_at <= clock_timestamp() THEN 'expired'
+       ELSE r.status END AS status,
+  r.request_body, r.response_body, r.created_at,
+  CASE WHEN r.status = 'pending' AND r.expires_at <= clock_timestamp() THEN r.expires_at
+       ELSE r.resolved_at END AS resolved_at,
+  r.expires_at`;
+
+const requestJoins = `requests r JOIN teams t ON t.id = r.team_id
+  JOIN members f ON f.id = r.from_id JOIN members a ON a.id = r.to_id`;
+
+const toRequest = (r: RequestSqlRow): RequestRow => ({
+  id: r.id,
+  position: r.position,
+  teamId: r.team_id,
+  teamName: r.team_name,
+  kind: r.kind,
+  fromId: r.from_id,
+  fromName: r.from_name,
+  toId: r.to_id,
+  toName: r.to_name,
+  status: r.status,
+  requestBody: r.request_body,
+  responseBody: r.response_body,
+  createdAt: r.created_at,
+  resolvedAt: r.resolved_at,
+  expiresAt: r.expires_at,
+});
+
+export interface NewRequest {
+  id: string;
+  teamId: number;
+  kind: RequestKind;
+  fromId: number;
+  toId: number;
+  body: Uint8Array;
+  ttlMs: number;
+}
+
+/** Stores a new pending request (inside the transaction that delivers it). */
+export async function openRequest(tx: Queryable, r: NewRequest): Promise<void> {
+  await tx.query(
+    `INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp() + $7 * interval '1 millisecond')`,
+    [r.id, r.teamId, r.kind, r.fromId, r.toId, r.body, r.ttlMs],
+  );
+}
+
+/** One request of a team; undefined when there is none with that id in the team. */
+export async function findRequest(
+  db: Queryable,
+  teamId: number,
+  id: string,
+  options: { lock?: boolean } = {},
+): Promise<RequestRow | undefined> {
+  const [row] = await db.query<RequestSqlRow>(
+    `SELECT ${requestColumns} FROM ${requestJoins}
+     WHERE r.id = $1 AND r.team_id = $2 ${options.lock ? "FOR UPDATE OF r" : ""}`,
+    [id, teamId],
+  );
+  return row ? toRequest(row) : undefined;
+}
+
+const kindWords: Record<RequestKind, string> = {
+  shutdown: "shutdown",
+  plan_approval: "plan approval",
+};
+
+/**
+ * Locks a request for an answer and enforces the stateful rules, in this order:
+ * unknown-request (no such request of this kind in the team), addressee-only (the request
+ * was not addressed to the responder), once-only (no longer pending, expiry included).
+ * The row lock serialises racing responders: the first to commit wins, the others then
+ * find it answered.
+ */
+export async function lockPendingRequest(
+  tx: Queryable,
+  q: { teamId: number; id: string; kind: RequestKind; responderId: number },
+): Promise<RequestRow> {
+  const request = await findRequest(tx, q.teamId, q.id, { lock: true });
+  if (!request || request.kind !== q.kind) {
+    throw new RuleViolationError(
+      "unknown-request",
+      "not-found",
+      request
+        ? `request ${q.id} is a ${kindWords[request.kind]} request, not a ${kindWords[q.kind]} request`
+        : `no request ${q.id} in this team`,
+      "message.request_id",
+    );
+  }
+  if (request.toId !== q.responderId) {
+    throw new RuleViolationError(
+      "addressee-only",
+      "permission-denied",
+      `request ${q.id} was addressed to "${request.toName}"; only they may answer it`,
+      "message.request_id",
+    );
+  }
+  if (request.status !== "pending") {
+    throw new RuleViolationError(
+      "once-only",
+      "failed-precondition",
+      `request ${q.id} is already ${request.status}; a request is answered once`,
+      "message.request_id",
+    );
+  }
+  return request;
+}
+
+/**
+ * Moves a pending request to a final state: a compare-and-set on status, so of any number
+ * of concurrent transitions exactly one changes the row. Returns false when it was no
+ * longer pending (or had passed its deadline).
+ */
+export async function finishRequest(
+  tx: Queryable,
+  id: string,
+  status: Exclude<RequestStatus, "pending">,
+  responseBody: Uint8Array | null,
+): Promise<boolean> {
+  const rows = await tx.query(
+    `UPDATE requests SET status = $2, response_body = $3, resolved_at = clock_timestamp()
+     WHERE id = $1 AND status = 'pending'
+       AND ($2 = 'expired' OR expires_at > clock_timestamp())
+     RETURNING 1`,
+    [id, status, responseBody],
+  );
+  return rows.length === 1;
+}
+
+/** Pending requests whose deadline has passed, locked for the sweeper (SKIP LOCKED). */
+export async function claimOverdueRequest(tx: Queryable): Promise<RequestRow | undefined> {
+  const [due] = await tx.query<{ id: string; team_id: number }>(
+    `SELECT id, team_id FROM requests
+     WHERE status = 'pending' AND expires_at <= clock_timestamp()
+     ORDER BY expires_at LIMIT 1 FOR UPDATE SKIP LOCKED`,
+  );
+  return due ? findRequest(tx, due.team_id, due.id) : undefined;
+}
+
+export interface RequestFilter {
+  teamId: number;
+  /** Only requests this member is a party of (from or to). */
+  partyId?: number | undefined;
+  /** And (for the lead's party filter) only those this member is party of too. */
+  alsoPartyId?: number | undefined;
+  status?: RequestStatus | undefined;
+  kind?: RequestKind | undefined;
+  /** Keyset: requests created before this position. */
+  beforePosition?: bigint | undefined;
+  limit: number;
+}
+
+/** A team's requests, newest first. */
+export async function listRequests(db: Queryable, f: RequestFilter): Promise<RequestRow[]> {
+  // Filters that are not set are passed as NULL and switch themselves off, so the statement
+  // text never changes with the filter.
+  const rows = await db.query<RequestSqlRow>(
+    `SELECT * FROM (
+       SELECT ${requestColumns} FROM ${requestJoins}
+       WHERE r.team_id = $1
+         AND ($2::int IS NULL OR r.from_id = $2 OR r.to_id = $2)
+         AND ($3::int IS NULL OR r.from_id = $3 OR r.to_id = $3)
+         AND ($4::text IS NULL OR r.kind = $4)
+         AND ($5::bigint IS NULL OR r.position < $5)
+     ) x
+     WHERE ($6::text IS NULL OR x.status = $6)
+     ORDER BY x.position DESC
+     LIMIT $7`,
+    [
+      f.teamId,
+      f.partyId ?? null,
+      f.alsoPartyId ?? null,
+      f.kind ?? null,
+      f.beforePosition ?? null,
+      f.status ?? null,
+      f.limit,
+    ],
+  );
+  return rows.map(toRequest);
+}
+
+/** The current state of a request that must exist (after a transition). */
+export async function loadRequest(db: Queryable, teamId: number, id: string): Promise<RequestRow> {
+  return one(await findRequest(db, teamId, id));
+}

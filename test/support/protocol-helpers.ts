@@ -1,0 +1,48 @@
+import { ConnectError } from "@connectrpc/connect";
+import { expect } from "vitest";
+import type { Message } from "../../gen/team/v1/message_pb.js";
+import type { Envelope } from "../../gen/team/v1/records_pb.js";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import type { TeamClient } from "./harness.js";
+
+type MessageInit = Parameters<TeamClient["send"]>[0]["message"];
+
+export const text = (value: string): MessageInit => ({ kind: { case: "text", value } });
+
+export const shutdownRequest = (reason = ""): MessageInit => ({
+  kind: { case: "shutdownRequest", value: { reason } },
+});
+
+export const shutdownResponse = (
+  requestId: string,
+  approve: boolean,
+  reason = "",
+): MessageInit => ({
+  kind: { case: "shutdownResponse", value: { requestId, approve, reason } },
+});
+
+export const planRequest = (plan: string): MessageInit => ({
+  kind: { case: "planApprovalRequest", value: { plan } },
+});
+
+export const planResponse = (requestId: string, approve: boolean, feedback = ""): MessageInit => ({
+  kind: { case: "planApprovalResponse", value: { requestId, approve, feedback } },
+});
+
+/** The refusal of a call that must fail: code, message, and its RuleViolation detail. */
+export async function refused(call: () => Promise<unknown>) {
+  const err = await call().then(
+    () => undefined,
+    (e) => ConnectError.from(e),
+  );
+  expect(err, "the call should have been refused").toBeInstanceOf(ConnectError);
+  const e = err as ConnectError;
+  return { code: e.code, message: e.rawMessage, detail: e.findDetails(RuleViolationSchema)[0] };
+}
+
+/** Everything in a member's inbox (after seq 0), without acking. */
+export async function inbox(client: TeamClient): Promise<Envelope[]> {
+  return (await client.readInbox({ afterSeq: 0n, limit: 1000 })).envelopes;
+}
+
+export const kindOf = (m: Message | undefined) => m?.kind.case;
