@@ -57,11 +57,16 @@ export function toConnectError(err: unknown): ConnectError {
 export function errorMappingInterceptor(logger: Logger): Interceptor {
   const report = (method: string, err: unknown): ConnectError => {
     const ce = toConnectError(err);
-    const level = ce.code === Code.Internal || ce.code === Code.Unavailable ? "error" : "info";
-    logger[level](
-      { event: "rpc_error", method, code: Code[ce.code], err: ce.cause ?? err },
-      ce.rawMessage,
-    );
+    // A refusal is the client's business: one line without a stack. Anything else is
+    // ours: logged as an error with its cause.
+    if (ce.code === Code.Internal || ce.code === Code.Unavailable) {
+      logger.error(
+        { event: "rpc_error", method, code: Code[ce.code], err: ce.cause ?? err },
+        ce.rawMessage,
+      );
+    } else {
+      logger.info({ event: "rpc_refused", method, code: Code[ce.code] }, ce.rawMessage);
+    }
     return ce;
   };
   return (next) => async (req) => {
