@@ -225,4 +225,37 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
     // Notifications open no request.
     expect((await t.lead.listRequests({})).requests).toHaveLength(0);
   });
+
+  it("a member that stops leaves no request hanging: its pending requests are canceled and the other party told", async () => {
+    const t = await env().team("alice", "bob");
+    const alice = t.member("alice").client;
+    const bob = t.member("bob").client;
+    // alice: a plan waiting for the lead, then approves her own shutdown.
+    const plan = await alice.send({ to: "team-lead", message: planRequest("p") });
+    const stop = await t.lead.send({ to: "alice", message: shutdownRequest() });
+    await alice.send({ to: "team-lead", message: shutdownResponse(stop.requestId, true) });
+    // bob: removed by the lead while a shutdown request to him is pending.
+    const toBob = await t.lead.send({ to: "bob", message: shutdownRequest() });
+    const bobsPlan = await bob.send({ to: "team-lead", message: planRequest("q") });
+    await t.lead.removeMember({ name: "bob" });
+
+    const status = async (requestId: string) =>
+      (await t.lead.getRequest({ requestId })).request?.status;
+    expect(await status(stop.requestId)).toBe(RequestStatus.APPROVED);
+    for (const id of [plan.requestId, toBob.requestId, bobsPlan.requestId]) {
+      expect(await status(id)).toBe(RequestStatus.CANCELED);
+    }
+    const updates = (await inbox(t.lead)).flatMap((e) =>
+      e.message?.kind.case === "requestUpdate" ? [e.message.kind.value] : [],
+    );
+    expect(updates.map((u) => u.requestId).sort()).toEqual(
+      [plan.requestId, toBob.requestId, bobsPlan.requestId].sort(),
+    );
+    for (const u of updates) expect(u.status).toBe(RequestStatus.CANCELED);
+    // An answer to a canceled request is refused.
+    const late = await refused(() =>
+      t.lead.send({ to: "alice", message: planResponse(plan.requestId, true) }),
+    );
+    expect(late.detail?.rule).toBe("once-only");
+  });
 });

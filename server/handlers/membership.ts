@@ -10,6 +10,8 @@ import {
 import { requireCaller } from "../caller.js";
 import { DomainError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
+import { cancelRequestsOfStoppingMember } from "../protocols/cancel.js";
+import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
 import { addMember, createTeam, listMembers, stopMember } from "../store/members.js";
 import { generateToken, hashToken } from "../tokens.js";
@@ -29,8 +31,12 @@ function requireLead(caller: { role: string; name: string }, action: string): vo
 }
 
 /** CreateTeam, AddMember, RemoveMember, ListMembers. */
-export function membershipHandlers(deps: { db: Database; hub: InboxHub }): MembershipImpl {
-  const { db, hub } = deps;
+export function membershipHandlers(deps: {
+  db: Database;
+  hub: InboxHub;
+  waiters: RequestWaiters;
+}): MembershipImpl {
+  const { db, hub, waiters } = deps;
   return {
     async createTeam(req) {
       const mode = permissionModeFromProto(req.leadPermissionMode);
@@ -57,7 +63,15 @@ export function membershipHandlers(deps: { db: Database; hub: InboxHub }): Membe
     async removeMember(req, ctx) {
       const caller = requireCaller(ctx.values);
       requireLead(caller, "remove members");
-      const member = await stopMember(db, caller.teamId, req.name);
+      const { member, canceled } = await db.transaction(async (tx) => {
+        const target = (await listMembers(tx, caller.teamId)).find((m) => m.name === req.name);
+        const canceled = target
+          ? await cancelRequestsOfStoppingMember(tx, target, "was removed by the lead")
+          : { requestIds: [], deliveries: [] };
+        return { member: await stopMember(tx, caller.teamId, req.name), canceled };
+      });
+      hub.wake(canceled.deliveries.map((d) => d.memberId));
+      for (const id of canceled.requestIds) waiters.notify(id);
       hub.endMember(
         member.id,
         new DomainError("unauthenticated", `member "${member.name}" was removed by the lead`),

@@ -1,6 +1,12 @@
 import { RuleViolationError } from "../errors.js";
-import type { Database } from "../store/database.js";
-import { findRequest, finishRequest, loadRequest, type RequestRow } from "../store/requests.js";
+import type { Database, Queryable } from "../store/database.js";
+import {
+  findRequest,
+  finishRequest,
+  loadRequest,
+  lockPendingRequestsOf,
+  type RequestRow,
+} from "../store/requests.js";
 import type { Delivery } from "../store/send.js";
 import { deliverRequestUpdate } from "./request-updates.js";
 
@@ -48,4 +54,33 @@ export async function cancelRequest(
     );
     return { request: await loadRequest(tx, q.teamId, request.id), delivery };
   });
+}
+
+/**
+ * When a member stops (removed by the lead, or its shutdown approved), its pending requests
+ * can no longer be answered or awaited by it: they are canceled, and the other party of each
+ * is told with a request_update. Runs inside the stopping transaction, before the member row
+ * is changed (lock order: requests, then members, then inboxes).
+ */
+export async function cancelRequestsOfStoppingMember(
+  tx: Queryable,
+  member: { id: number; name: string },
+  why: string,
+): Promise<{ requestIds: string[]; deliveries: Delivery[] }> {
+  const requestIds: string[] = [];
+  const deliveries: Delivery[] = [];
+  for (const request of await lockPendingRequestsOf(tx, member.id)) {
+    if (request.status !== "pending") continue; // past its deadline: the sweeper expires it
+    if (!(await finishRequest(tx, request.id, "canceled", null))) continue;
+    requestIds.push(request.id);
+    const delivery = await deliverRequestUpdate(
+      tx,
+      request,
+      "canceled",
+      request.fromId === member.id ? "addressee" : "requester",
+      `request ${request.id} was canceled: "${member.name}" ${why}`,
+    );
+    if (delivery) deliveries.push(delivery);
+  }
+  return { requestIds, deliveries };
 }

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
 import { markStopped } from "../store/members.js";
+import { cancelRequestsOfStoppingMember } from "./cancel.js";
 import type { SendInput, SendPlan } from "./protocol.js";
 import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
 
@@ -15,8 +16,9 @@ import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
  *   rejecting (reason-on-reject).
  * - States: pending -> approved | rejected | expired | canceled.
  * - Approve: in the same transaction the request becomes approved, the teammate becomes
- *   stopped (its token is refused from then on) and the approval lands in the lead's inbox;
- *   after the commit the teammate's streams end cleanly.
+ *   stopped (its token is refused from then on), its other pending requests are canceled
+ *   (the other party is told) and the approval lands in the lead's inbox; after the commit
+ *   the teammate's streams end cleanly.
  * - Reject: the request becomes rejected, the lead receives the reason, and the teammate
  *   keeps working.
  */
@@ -33,6 +35,11 @@ export function planShutdownResponse(input: SendInput, message: Message): SendPl
       value: { ...answer, reason: answer.reason.trim() },
     },
   });
+  // The teammate's other pending requests, canceled when it stops (set in the transaction).
+  let canceled: Awaited<ReturnType<typeof cancelRequestsOfStoppingMember>> = {
+    requestIds: [],
+    deliveries: [],
+  };
   return {
     message: stored,
     requestId: answer.requestId,
@@ -44,11 +51,15 @@ export function planShutdownResponse(input: SendInput, message: Message): SendPl
         approve: answer.approve,
         message: stored,
         onDecided: async (tx2) => {
-          if (answer.approve) await markStopped(tx2, input.caller.id);
+          if (!answer.approve) return;
+          canceled = await cancelRequestsOfStoppingMember(tx2, input.caller, "has shut down");
+          await markStopped(tx2, input.caller.id);
         },
       }),
     afterCommit({ hub, waiters }) {
       waiters.notify(answer.requestId);
+      for (const id of canceled.requestIds) waiters.notify(id);
+      hub.wake(canceled.deliveries.map((d) => d.memberId));
       if (answer.approve) hub.endMember(input.caller.id);
     },
   };

@@ -1,7 +1,9 @@
 import pg from "pg";
 import type { Database, Queryable } from "./database.js";
+import { isRetryableConflict } from "./sql-errors.js";
 
 const INT8_OID = 20;
+const MAX_TX_ATTEMPTS = 3;
 
 // int8 as bigint in every code path (pg's default is a string, PGlite's a number).
 const typeParsers = {
@@ -43,27 +45,39 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     return result.rows as R[];
   };
 
+  const once = async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
+    const client = await pool.connect();
+    const tx: Queryable = { query: (sql, params) => run(client, sql, params) };
+    let broken = false;
+    try {
+      await client.query("BEGIN");
+      const result = await fn(tx);
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      try {
+        await client.query("ROLLBACK");
+      } catch {
+        broken = true; // the connection itself failed: do not return it to the pool
+      }
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  };
+
   return {
     kind: "postgres",
     query: (sql, params) => run(pool, sql, params),
     async transaction(fn) {
-      const client = await pool.connect();
-      const tx: Queryable = { query: (sql, params) => run(client, sql, params) };
-      let broken = false;
-      try {
-        await client.query("BEGIN");
-        const result = await fn(tx);
-        await client.query("COMMIT");
-        return result;
-      } catch (err) {
+      // A deadlock (two transactions locking the same rows in opposite orders) aborts one of
+      // them before it took effect, so running it again is safe and invisible to the caller.
+      for (let attempt = 1; ; attempt++) {
         try {
-          await client.query("ROLLBACK");
-        } catch {
-          broken = true; // the connection itself failed: do not return it to the pool
+          return await once(fn);
+        } catch (err) {
+          if (attempt >= MAX_TX_ATTEMPTS || !isRetryableConflict(err)) throw err;
         }
-        throw err;
-      } finally {
-        client.release(broken);
       }
     },
     async ping() {

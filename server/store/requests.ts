@@ -232,3 +232,22 @@ export async function listRequests(db: Queryable, f: RequestFilter): Promise<Req
 export async function loadRequest(db: Queryable, teamId: number, id: string): Promise<RequestRow> {
   return one(await findRequest(db, teamId, id));
 }
+
+/**
+ * Locks the pending requests a member is party to (requester or addressee), in id order so
+ * that two transactions locking several requests cannot deadlock.
+ */
+export async function lockPendingRequestsOf(
+  tx: Queryable,
+  memberId: number,
+): Promise<RequestRow[]> {
+  const due = await tx.query<{ id: string; team_id: number }>(
+    `SELECT id, team_id FROM requests
+     WHERE (from_id = $1 OR to_id = $1) AND status = 'pending'
+     ORDER BY id FOR UPDATE`,
+    [memberId],
+  );
+  const rows: RequestRow[] = [];
+  for (const d of due) rows.push(one(await findRequest(tx, d.team_id, d.id)));
+  return rows;
+}

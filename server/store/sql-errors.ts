@@ -11,6 +11,10 @@ export function sqlState(err: unknown): string | undefined {
 
 export const isUniqueViolation = (err: unknown): boolean => sqlState(err) === "23505";
 
+/** Deadlock detected, or a serialization failure: the transaction did nothing; retry it. */
+export const isRetryableConflict = (err: unknown): boolean =>
+  sqlState(err) === "40P01" || sqlState(err) === "40001";
+
 const unavailableSystemCodes = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
