@@ -1,4 +1,4 @@
-import { Command, Option } from "commander";
+import { Command, InvalidArgumentError, Option } from "commander";
 import { MAX_TTL_MS, MIN_TTL_MS } from "./interceptors/rules.js";
 
 export interface Config {
@@ -16,21 +16,22 @@ export interface Config {
   logLevel: string;
 }
 
-const positiveInt = (name: string) => (value: string) => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`${name} must be a whole number, got "${value}"`);
-  return n;
-};
+/** A whole number in [min, max]; commander prints the error, naming the variable. */
+const wholeNumber =
+  (name: string, min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  (value: string) => {
+    const n = value.trim() === "" ? Number.NaN : Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(
+        `${name} must be a whole number from ${min} to ${max}, got "${value}"`,
+      );
+    }
+    return n;
+  };
 
+const positiveInt = (name: string) => wholeNumber(name);
 // Request deadlines stay within the bounds a per-request ttl may take.
-const ttl = (name: string) => (value: string) => {
-  const n = positiveInt(name)(value);
-  if (n < MIN_TTL_MS || n > MAX_TTL_MS) {
-    throw new Error(`${name} must be between ${MIN_TTL_MS} and ${MAX_TTL_MS} ms, got ${n}`);
-  }
-  return n;
-};
+const ttl = (name: string) => wholeNumber(name, MIN_TTL_MS, MAX_TTL_MS);
 
 /**
  * Configuration from flags, then environment variables, then defaults (commander).
@@ -44,7 +45,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
       new Option("--port <port>", "port for gRPC, gRPC-Web and Connect (HTTP/1.1 and HTTP/2)")
         .env("PORT")
         .default(8080)
-        .argParser(positiveInt("PORT")),
+        .argParser(wholeNumber("PORT (0 picks a free port)", 0, 65_535)),
     )
     .addOption(
       new Option("--database-url <url>", "PostgreSQL connection URL; unset: embedded database").env(

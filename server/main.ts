@@ -46,12 +46,24 @@ export async function run(config: Config, logger: Logger): Promise<{ stop: () =>
       const t = Date.now();
       await server.close(config.shutdownGraceMs, () => app.hub.endAll());
       await app.close();
-      await db.close();
+      await closeWithin(db.close(), config.shutdownGraceMs, logger);
       logger.info({ event: "stop", stopMs: Date.now() - t }, "team-protocols stopped");
     })();
     return stopping;
   };
   return { stop };
+}
+
+/** The database may hang on close (a lost connection): stop waiting after `ms`. */
+async function closeWithin(closing: Promise<void>, ms: number, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), ms);
+  });
+  const result = await Promise.race([closing.then(() => "closed" as const), late]);
+  clearTimeout(timer);
+  if (result === "late")
+    logger.warn({ event: "db_close_timeout" }, "database did not close in time");
 }
 
 const isEntryPoint =
@@ -61,8 +73,10 @@ if (isEntryPoint) {
   try {
     config = parseConfig(process.argv.slice(2));
   } catch (err) {
-    const code = (err as { exitCode?: number }).exitCode;
-    process.exit(code ?? 2);
+    // commander has printed its own errors (and --help); anything else is printed here.
+    const e = err as { exitCode?: number; code?: string; message?: string };
+    if (!e.code?.startsWith("commander.")) process.stderr.write(`error: ${e.message}\n`);
+    process.exit(e.exitCode ?? 2);
   }
   const logger = createLogger(config.logLevel);
   try {

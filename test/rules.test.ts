@@ -1,19 +1,7 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
 import { describeEachDatabase, uniqueName } from "./support/harness.js";
-
-async function refusal(call: () => Promise<unknown>) {
-  const err = await call().then(
-    () => undefined,
-    (e) => ConnectError.from(e),
-  );
-  expect(err, "the call should have been refused").toBeInstanceOf(ConnectError);
-  const e = err as ConnectError;
-  return { code: e.code, message: e.rawMessage, detail: e.findDetails(RuleViolationSchema)[0] };
-}
-
-const text = (value: string) => ({ kind: { case: "text" as const, value } });
+import { refused, text } from "./support/protocol-helpers.js";
 
 describeEachDatabase("rules: size-shape and server-only", (env) => {
   it("refuses badly shaped team, lead and member names, naming the field", async () => {
@@ -30,7 +18,7 @@ describeEachDatabase("rules: size-shape and server-only", (env) => {
     cases.push([() => t.lead.addMember({ name: "a/b" }), "name"]);
     cases.push([() => t.lead.removeMember({ name: "" }), "name"]);
     for (const [call, field] of cases) {
-      const r = await refusal(call);
+      const r = await refused(call);
       expect(r.code).toBe(Code.InvalidArgument);
       expect(r.message).toMatch(/^size-shape: /);
       expect(r.detail).toMatchObject({ rule: "size-shape", field });
@@ -62,7 +50,7 @@ describeEachDatabase("rules: size-shape and server-only", (env) => {
       ],
     ];
     for (const [call, field] of cases) {
-      const r = await refusal(call);
+      const r = await refused(call);
       expect(r.code).toBe(Code.InvalidArgument);
       expect(r.detail).toMatchObject({ rule: "size-shape", field });
     }
@@ -78,7 +66,7 @@ describeEachDatabase("rules: size-shape and server-only", (env) => {
 
   it("refuses a request_update from a client (server-only)", async () => {
     const t = await env().team("alice");
-    const r = await refusal(() =>
+    const r = await refused(() =>
       t.lead.send({
         to: "alice",
         message: { kind: { case: "requestUpdate", value: { requestId: "req_x" } } },
@@ -90,7 +78,7 @@ describeEachDatabase("rules: size-shape and server-only", (env) => {
 
   it("refuses a body larger than the server's read limit without falling over", async () => {
     const t = await env().team("alice");
-    const r = await refusal(() =>
+    const r = await refused(() =>
       t.lead.send({ to: "alice", message: text("x".repeat(2 * 1024 * 1024)) }),
     );
     expect([Code.ResourceExhausted, Code.InvalidArgument]).toContain(r.code);

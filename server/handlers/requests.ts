@@ -23,6 +23,7 @@ type RequestsImpl = Pick<
 >;
 
 const DEFAULT_PAGE = 50;
+const MAX_BIGINT = 9_223_372_036_854_775_807n;
 const MAX_PAGE = 500;
 const DEFAULT_AWAIT_MS = 60_000;
 const MAX_AWAIT_MS = 15 * 60_000;
@@ -76,10 +77,12 @@ export function requestHandlers(deps: {
       }
       let beforePosition: bigint | undefined;
       if (req.pageToken !== "") {
-        if (!/^[0-9]{1,19}$/.test(req.pageToken)) {
+        // Tokens are positions this server handed out: a bigint in decimal.
+        const position = /^[0-9]{1,19}$/.test(req.pageToken) ? BigInt(req.pageToken) : -1n;
+        if (position < 0n || position > MAX_BIGINT) {
           throw new DomainError("invalid-argument", "page_token is not one this server gave out");
         }
-        beforePosition = BigInt(req.pageToken);
+        beforePosition = position;
       }
       const pageSize = Math.min(req.pageSize || DEFAULT_PAGE, MAX_PAGE);
       const rows = await listRequests(db, {

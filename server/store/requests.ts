@@ -167,7 +167,10 @@ export async function finishRequest(
   responseBody: Uint8Array | null,
 ): Promise<boolean> {
   const rows = await tx.query(
-    `UPDATE requests SET status = $2, response_body = $3, resolved_at = clock_timestamp()
+    // An expired request left pending at its deadline (that is what readers saw from then
+    // on), not when the sweeper got to it.
+    `UPDATE requests SET status = $2, response_body = $3,
+       resolved_at = CASE WHEN $2 = 'expired' THEN expires_at ELSE clock_timestamp() END
      WHERE id = $1 AND status = 'pending'
        AND ($2 = 'expired' OR expires_at > clock_timestamp())
      RETURNING 1`,

@@ -1,0 +1,512 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  type Client,
+  Code,
+  ConnectError,
+  createClient,
+  type Interceptor,
+} from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { type SubscribeResponse, TeamService } from "../gen/team/v1/team_service_pb.js";
+import { loadMigrations } from "../server/store/migrate.js";
+import { createScratchPgDatabase } from "./support/databases.js";
+
+/**
+ * The real server as a child process (`node --import tsx server/main.ts`), configured by
+ * environment variables as in production, observed through its pino JSON log lines.
+ */
+
+const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const START_TIMEOUT_MS = 20_000;
+const EXIT_TIMEOUT_MS = 15_000;
+
+type TeamClient = Client<typeof TeamService>;
+
+interface LogLine {
+  event?: string;
+  level?: number;
+  msg?: string;
+  [key: string]: unknown;
+}
+
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+interface ServerProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code and signal once the process has exited. */
+  exited: Promise<Exit>;
+  /** stdout and stderr so far, interleaved as they arrived. */
+  output(): string;
+  /** The stdout lines that are JSON (pino's). */
+  logs(): LogLine[];
+  /** The log lines of one event. */
+  events(event: string): LogLine[];
+}
+
+// Everything a test starts, so afterEach can clean up even when the test failed midway.
+const children = new Set<ServerProcess>();
+const tempDirs = new Set<string>();
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const server of children) {
+    if (server.child.exitCode === null && server.child.signalCode === null) {
+      server.child.kill("SIGKILL");
+    }
+    await server.exited;
+  }
+  children.clear();
+  for (const cleanup of cleanups.splice(0)) await cleanup().catch(() => {});
+  for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
+  tempDirs.clear();
+});
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A fresh folder under the OS temp dir; `<it>/data` is the data dir (its lock is a sibling). */
+async function tempDataDir(): Promise<string> {
+  const root = await mkdtemp(join(os.tmpdir(), "tp-server-process-"));
+  tempDirs.add(root);
+  return join(root, "data");
+}
+
+/** Spawns the server with a clean configuration environment plus `env`. */
+function spawnServer(env: Record<string, string>): ServerProcess {
+  const base = { ...process.env };
+  for (const name of [
+    "HOST",
+    "PORT",
+    "DATABASE_URL",
+    "DATA_DIR",
+    "TEAM_ADMIN_TOKEN",
+    "HEARTBEAT_INTERVAL_MS",
+    "SHUTDOWN_TTL_MS",
+    "PLAN_APPROVAL_TTL_MS",
+    "SHUTDOWN_GRACE_MS",
+    "DB_POOL_SIZE",
+    "LOG_LEVEL",
+  ]) {
+    delete base[name];
+  }
+  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
+    cwd: repoRoot,
+    env: { ...base, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  let stdout = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+  });
+  const exited = new Promise<Exit>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", () => resolve({ code: null, signal: null }));
+  });
+  const logs = () =>
+    stdout.split("\n").flatMap((line) => {
+      if (!line.startsWith("{")) return [];
+      try {
+        return [JSON.parse(line) as LogLine];
+      } catch {
+        return []; // a line still being written
+      }
+    });
+  const server: ServerProcess = {
+    child,
+    exited,
+    output: () => output,
+    logs,
+    events: (event) => logs().filter((l) => l.event === event),
+  };
+  children.add(server);
+  return server;
+}
+
+/** Polls until `check` returns a value, or fails with `what` after `timeoutMs`. */
+async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => T | undefined,
+  server?: ServerProcess,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out waiting for ${what}${server ? `; output:\n${server.output()}` : ""}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * Starts a server on a free port and waits for its start line. The port is free when
+ * picked but could be taken before the child listens: then it is tried again on another.
+ */
+async function startServer(env: Record<string, string>): Promise<ServerProcess & { url: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const server = spawnServer({ PORT: String(port), ...env });
+    let exit: Exit | undefined;
+    void server.exited.then((e) => {
+      exit = e;
+    });
+    const start = await waitFor(
+      "the start line",
+      START_TIMEOUT_MS,
+      () => (exit ? null : server.events("start")[0]),
+      server,
+    );
+    if (start === null) {
+      if (attempt < 3 && server.output().includes("EADDRINUSE")) continue;
+      throw new Error(
+        `server exited (code ${exit?.code}, signal ${exit?.signal}) before starting; ` +
+          `output:\n${server.output()}`,
+      );
+    }
+    expect(start.url).toBe(`http://127.0.0.1:${port}`);
+    return { ...server, url: start.url as string };
+  }
+}
+
+/** Waits for the process to exit, failing the test after `timeoutMs`. */
+async function exitOf(server: ServerProcess, timeoutMs = EXIT_TIMEOUT_MS): Promise<Exit> {
+  return withTimeout(`the server process to exit`, timeoutMs, server.exited, server);
+}
+
+async function stopServer(server: ServerProcess, signal: NodeJS.Signals = "SIGTERM") {
+  server.child.kill(signal);
+  return exitOf(server);
+}
+
+async function withTimeout<T>(
+  what: string,
+  timeoutMs: number,
+  promise: Promise<T>,
+  server?: ServerProcess,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what}` +
+              (server ? `; output:\n${server.output()}` : ""),
+          ),
+        ),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A generated gRPC client for the server at `baseUrl`, with an optional bearer token. */
+function client(baseUrl: string, token?: string): TeamClient {
+  const interceptors: Interceptor[] = token
+    ? [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${token}`);
+          return next(req);
+        },
+      ]
+    : [];
+  return createClient(TeamService, createGrpcTransport({ baseUrl, interceptors }));
+}
+
+const text = (t: string) => ({ kind: { case: "text" as const, value: t } });
+
+async function connectErrorOf(promise: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await promise;
+  } catch (err) {
+    return ConnectError.from(err);
+  }
+  throw new Error("expected the call to fail");
+}
+
+/**
+ * A stream the server refused after its GOAWAY (RST_STREAM REFUSED_STREAM) was never
+ * processed (RFC 9113 8.7), and neither was a call whose connection was refused.
+ */
+function neverProcessed(ce: ConnectError): boolean {
+  return /REFUSED_STREAM|ECONNREFUSED/.test(ce.rawMessage);
+}
+
+/**
+ * connect-node reports REFUSED_STREAM as Internal when Node emits the stream's error before
+ * its close (it maps the RST code to Unavailable only in the close handler); the call was
+ * not processed and may be retried, which is what Unavailable says.
+ */
+function effectiveCode(ce: ConnectError): Code {
+  return /REFUSED_STREAM/.test(ce.rawMessage) ? Code.Unavailable : ce.code;
+}
+
+/** Asserts a clean stop: exit code 0, one stop line, no call cut for exceeding the grace. */
+function expectCleanStop(server: ServerProcess, exit: Exit): void {
+  expect(exit, server.output()).toEqual({ code: 0, signal: null });
+  expect(server.events("stop")).toHaveLength(1);
+  expect(server.events("stop_grace_exceeded")).toEqual([]);
+  expect(server.events("stop_failed")).toEqual([]);
+}
+
+describe("the server as a process", () => {
+  it("embedded database: serves, ends streams cleanly on SIGTERM, and keeps its data across a restart", async () => {
+    const dataDir = await tempDataDir();
+    const versions = (await loadMigrations()).map((m) => m.version);
+    const first = await startServer({ DATA_DIR: dataDir });
+    expect(first.events("start")).toHaveLength(1);
+    expect(first.events("start")[0]).toMatchObject({
+      database: "embedded",
+      dataDir,
+      migrationsApplied: versions,
+      adminTokenRequired: false,
+    });
+
+    const created = await client(first.url).createTeam({ team: "durable" });
+    const lead = client(first.url, created.token);
+    const added = await lead.addMember({ name: "alice" });
+    const sent = await lead.send({ to: "alice", message: text("before the restart") });
+    expect(sent.seq).toBe(1n);
+
+    // An open Subscribe stream, with the backlog delivered, when SIGTERM arrives.
+    const received: SubscribeResponse[] = [];
+    const stream = (async () => {
+      for await (const event of client(first.url, added.token).subscribe({ afterSeq: 0n })) {
+        received.push(event);
+      }
+    })();
+    let streamError: unknown;
+    const streamDone = stream.then(
+      () => "ended" as const,
+      (err) => {
+        streamError = err;
+        return "threw" as const;
+      },
+    );
+    await waitFor("the backlog on the stream", 10_000, () =>
+      received.some((e) => e.event.case === "envelope") ? true : undefined,
+    );
+
+    first.child.kill("SIGTERM");
+    const outcome = await withTimeout("the stream to end", 15_000, streamDone, first);
+    expect(streamError).toBeUndefined();
+    expect(outcome).toBe("ended");
+    expect(
+      received.flatMap((e) => (e.event.case === "envelope" ? [e.event.value.seq] : [])),
+    ).toEqual([1n]);
+    expectCleanStop(first, await exitOf(first));
+    expect(first.events("start")).toHaveLength(1);
+    expect(first.events("signal")).toMatchObject([{ signal: "SIGTERM" }]);
+
+    // Same data dir, new process: nothing to migrate, tokens and messages still there.
+    const second = await startServer({ DATA_DIR: dataDir });
+    expect(second.events("start")[0]).toMatchObject({
+      database: "embedded",
+      dataDir,
+      migrationsApplied: [],
+    });
+    const alice = client(second.url, added.token);
+    const read = await alice.readInbox({ afterSeq: 0n });
+    expect(read.envelopes.map((e) => [e.seq, e.from, e.to, e.message?.kind.value])).toEqual([
+      [1n, "team-lead", "alice", "before the restart"],
+    ]);
+    expect(read.lastSeq).toBe(1n);
+    const members = await client(second.url, created.token).listMembers({});
+    expect(members.members.map((m) => m.name).sort()).toEqual(["alice", "team-lead"]);
+    expectCleanStop(second, await stopServer(second));
+  }, 60_000);
+
+  it("a second server on the same data dir refuses to start; the first keeps serving", async () => {
+    const dataDir = await tempDataDir();
+    const first = await startServer({ DATA_DIR: dataDir });
+    const created = await client(first.url).createTeam({ team: "first" });
+
+    const second = spawnServer({ PORT: String(await freePort()), DATA_DIR: dataDir });
+    const exit = await exitOf(second, START_TIMEOUT_MS);
+    expect(exit.code, second.output()).not.toBe(0);
+    expect(exit.code).not.toBeNull();
+    expect(second.events("start")).toEqual([]);
+    expect(second.output()).toMatch(/data directory .* is in use/);
+    expect(second.events("start_failed")).toHaveLength(1);
+
+    // The first still answers, reading and writing, and still owns its data dir.
+    const lead = client(first.url, created.token);
+    await lead.addMember({ name: "bob" });
+    expect((await lead.send({ to: "bob", message: text("still here") })).seq).toBe(1n);
+    expect((await lead.listMembers({})).members).toHaveLength(2);
+    expect(first.child.exitCode).toBeNull();
+    expectCleanStop(first, await stopServer(first));
+  }, 60_000);
+
+  it("SIGTERM during a burst of Sends: every call ends, and every acknowledged message is durable", async () => {
+    const dataDir = await tempDataDir();
+    const first = await startServer({ DATA_DIR: dataDir });
+    const created = await client(first.url).createTeam({ team: "burst" });
+    const lead = client(first.url, created.token);
+    const senders = Array.from({ length: 16 }, (_, i) => `s${i}`);
+    const tokens: Record<string, string> = {};
+    for (const name of senders) tokens[name] = (await lead.addMember({ name })).token;
+    const alice = await lead.addMember({ name: "alice" });
+
+    // Each sender sends one message after another until a call fails.
+    const acked: { seq: bigint; text: string }[] = [];
+    const failures: unknown[] = [];
+    let attempted = 0;
+    let signalled = false;
+    let ackedAfterSignal = 0;
+    const loops = senders.map(async (name) => {
+      const c = client(first.url, tokens[name]);
+      for (let i = 0; ; i++) {
+        const body = `${name}:${i}`;
+        attempted++;
+        try {
+          const res = await c.send({ to: "alice", message: text(body) });
+          acked.push({ seq: res.seq, text: body });
+          if (signalled) ackedAfterSignal++;
+        } catch (err) {
+          failures.push(err);
+          return;
+        }
+      }
+    });
+    await waitFor(
+      "100 acknowledged sends",
+      20_000,
+      () => {
+        if (failures.length > 0) throw ConnectError.from(failures[0]);
+        return acked.length >= 100 ? true : undefined;
+      },
+      first,
+    );
+    first.child.kill("SIGTERM");
+    signalled = true;
+    await withTimeout("every Send to end", 20_000, Promise.all(loops), first);
+    expectCleanStop(first, await exitOf(first));
+
+    // Each loop ended with one failure, and only with the codes of a stopping server.
+    expect(failures).toHaveLength(senders.length);
+    const errors = failures.map((err) => ConnectError.from(err));
+    const described = errors.map((ce) => `${Code[ce.code]}: ${ce.rawMessage}`).join("\n");
+    for (const ce of errors) {
+      expect([Code.Unavailable, Code.Canceled, Code.Aborted], described).toContain(
+        effectiveCode(ce),
+      );
+    }
+    // Some calls were in flight when the signal came, and were answered, not cut.
+    expect(ackedAfterSignal).toBeGreaterThan(0);
+
+    const second = await startServer({ DATA_DIR: dataDir });
+    const read = await client(second.url, alice.token).readInbox({ afterSeq: 0n, limit: 1000 });
+    const stored = read.envelopes.map((e) => ({ seq: e.seq, text: e.message?.kind.value }));
+    expect(stored.length).toBeLessThan(1000); // one page holds it all
+    // seqs 1..N without gaps...
+    expect(stored.map((m) => m.seq)).toEqual(
+      Array.from({ length: stored.length }, (_, i) => BigInt(i + 1)),
+    );
+    // ...every acknowledged send at the seq it was given...
+    const bySeq = new Map(stored.map((m) => [m.seq, m.text]));
+    for (const a of acked) expect(bySeq.get(a.seq)).toBe(a.text);
+    // ...and beyond them at most the failed calls whose answer may have been lost (a refused
+    // connection or stream was never processed, so it cannot have stored anything).
+    const maybeCommitted = errors.filter((ce) => !neverProcessed(ce)).length;
+    expect(stored.length).toBeGreaterThanOrEqual(acked.length);
+    expect(stored.length - acked.length, described).toBeLessThanOrEqual(maybeCommitted);
+    expect(attempted).toBe(acked.length + failures.length);
+    expectCleanStop(second, await stopServer(second));
+  }, 60_000);
+
+  it.skipIf(inject("pgAdminUrl") === "")(
+    "DATABASE_URL: serves from PostgreSQL and leaves DATA_DIR alone",
+    async () => {
+      const scratch = await createScratchPgDatabase();
+      cleanups.push(() => scratch.drop());
+      const dataDir = await tempDataDir();
+      const server = await startServer({ DATABASE_URL: scratch.url, DATA_DIR: dataDir });
+      const start = server.events("start")[0];
+      expect(start).toMatchObject({
+        database: "postgres",
+        migrationsApplied: (await loadMigrations()).map((m) => m.version),
+      });
+      expect(start).not.toHaveProperty("dataDir");
+
+      const created = await client(server.url).createTeam({ team: "on-postgres" });
+      const lead = client(server.url, created.token);
+      const added = await lead.addMember({ name: "alice" });
+      await lead.send({ to: "alice", message: text("hi") });
+      const read = await client(server.url, added.token).readInbox({});
+      expect(read.envelopes.map((e) => e.message?.kind.value)).toEqual(["hi"]);
+      expect(existsSync(dataDir)).toBe(false);
+      expectCleanStop(server, await stopServer(server));
+    },
+    60_000,
+  );
+
+  it("TEAM_ADMIN_TOKEN: CreateTeam needs it as a bearer token", async () => {
+    const dataDir = await tempDataDir();
+    const server = await startServer({ DATA_DIR: dataDir, TEAM_ADMIN_TOKEN: "secret" });
+    expect(server.events("start")[0]).toMatchObject({ adminTokenRequired: true });
+
+    const anonymous = await connectErrorOf(client(server.url).createTeam({ team: "t1" }));
+    expect(anonymous.code).toBe(Code.Unauthenticated);
+    const wrong = await connectErrorOf(client(server.url, "wrong").createTeam({ team: "t1" }));
+    expect(wrong.code).toBe(Code.Unauthenticated);
+
+    const created = await client(server.url, "secret").createTeam({ team: "t1" });
+    expect(created.token).toMatch(/^tp_/);
+    expect(created.lead?.name).toBe("team-lead");
+    // The lead's own token works for the other calls; the admin token is only for CreateTeam.
+    expect((await client(server.url, created.token).listMembers({})).members).toHaveLength(1);
+    expect(server.output()).not.toContain("secret");
+    expectCleanStop(server, await stopServer(server));
+  }, 60_000);
+
+  it("an invalid PORT exits non-zero without starting", async () => {
+    const servers = await Promise.all(
+      ["abc", "-1", "1.5", "70000", ""].map(async (port) => {
+        const dataDir = await tempDataDir();
+        return { port, dataDir, server: spawnServer({ PORT: port, DATA_DIR: dataDir }) };
+      }),
+    );
+    for (const { port, dataDir, server } of servers) {
+      const exit = await exitOf(server, START_TIMEOUT_MS);
+      expect(exit.code, `PORT=${port}: ${server.output()}`).not.toBe(0);
+      expect(exit.code, `PORT=${port}`).not.toBeNull();
+      expect(server.events("start"), `PORT=${port}`).toEqual([]);
+      // Refused while reading the configuration, before the database is opened, with a
+      // message naming the variable.
+      expect(existsSync(dataDir), `PORT=${port}`).toBe(false);
+      expect(server.output(), `PORT=${port}`).toMatch(/PORT .*must be a whole number/);
+    }
+  }, 60_000);
+});
