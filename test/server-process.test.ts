@@ -1,10 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import net from "node:net";
-import os from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import {
   type Client,
   Code,
@@ -13,223 +7,27 @@ import {
   type Interceptor,
 } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { type SubscribeResponse, TeamService } from "../gen/team/v1/team_service_pb.js";
-import { loadMigrations } from "../server/store/migrate.js";
-import { createScratchPgDatabase } from "./support/databases.js";
-
-/**
- * The real server as a child process (`node --import tsx server/main.ts`), configured by
- * environment variables as in production, observed through its pino JSON log lines.
- */
-
-const repoRoot = fileURLToPath(new URL("..", import.meta.url));
-const START_TIMEOUT_MS = 20_000;
-const EXIT_TIMEOUT_MS = 15_000;
 
 type TeamClient = Client<typeof TeamService>;
 
-interface LogLine {
-  event?: string;
-  level?: number;
-  msg?: string;
-  [key: string]: unknown;
-}
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-interface ServerProcess {
-  child: ChildProcess;
-  /** Resolves with the exit code and signal once the process has exited. */
-  exited: Promise<Exit>;
-  /** stdout and stderr so far, interleaved as they arrived. */
-  output(): string;
-  /** The stdout lines that are JSON (pino's). */
-  logs(): LogLine[];
-  /** The log lines of one event. */
-  events(event: string): LogLine[];
-}
-
-// Everything a test starts, so afterEach can clean up even when the test failed midway.
-const children = new Set<ServerProcess>();
-const tempDirs = new Set<string>();
-const cleanups: (() => Promise<void>)[] = [];
-
-afterEach(async () => {
-  for (const server of children) {
-    if (server.child.exitCode === null && server.child.signalCode === null) {
-      server.child.kill("SIGKILL");
-    }
-    await server.exited;
-  }
-  children.clear();
-  for (const cleanup of cleanups.splice(0)) await cleanup().catch(() => {});
-  for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
-  tempDirs.clear();
-});
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-/** A fresh folder under the OS temp dir; `<it>/data` is the data dir (its lock is a sibling). */
-async function tempDataDir(): Promise<string> {
-  const root = await mkdtemp(join(os.tmpdir(), "tp-server-process-"));
-  tempDirs.add(root);
-  return join(root, "data");
-}
-
-/** Spawns the server with a clean configuration environment plus `env`. */
-function spawnServer(env: Record<string, string>): ServerProcess {
-  const base = { ...process.env };
-  for (const name of [
-    "HOST",
-    "PORT",
-    "DATABASE_URL",
-    "DATA_DIR",
-    "TEAM_ADMIN_TOKEN",
-    "HEARTBEAT_INTERVAL_MS",
-    "SHUTDOWN_TTL_MS",
-    "PLAN_APPROVAL_TTL_MS",
-    "SHUTDOWN_GRACE_MS",
-    "DB_POOL_SIZE",
-    "LOG_LEVEL",
-  ]) {
-    delete base[name];
-  }
-  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
-    cwd: repoRoot,
-    env: { ...base, LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  let stdout = "";
-  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
-    output += chunk;
-    stdout += chunk;
-  });
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    output += chunk;
-  });
-  const exited = new Promise<Exit>((resolve) => {
-    child.once("exit", (code, signal) => resolve({ code, signal }));
-    child.once("error", () => resolve({ code: null, signal: null }));
-  });
-  const logs = () =>
-    stdout.split("\n").flatMap((line) => {
-      if (!line.startsWith("{")) return [];
-      try {
-        return [JSON.parse(line) as LogLine];
-      } catch {
-        return []; // a line still being written
-      }
-    });
-  const server: ServerProcess = {
-    child,
-    exited,
-    output: () => output,
-    logs,
-    events: (event) => logs().filter((l) => l.event === event),
-  };
-  children.add(server);
-  return server;
-}
-
-/** Polls until `check` returns a value, or fails with `what` after `timeoutMs`. */
-async function waitFor<T>(
-  what: string,
-  timeoutMs: number,
-  check: () => T | undefined,
-  server?: ServerProcess,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for ${what}${server ? `; output:\n${server.output()}` : ""}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
-/**
- * Starts a server on a free port and waits for its start line. The port is free when
- * picked but could be taken before the child listens: then it is tried again on another.
- */
-async function startServer(env: Record<string, string>): Promise<ServerProcess & { url: string }> {
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const server = spawnServer({ PORT: String(port), ...env });
-    let exit: Exit | undefined;
-    void server.exited.then((e) => {
-      exit = e;
-    });
-    const start = await waitFor(
-      "the start line",
-      START_TIMEOUT_MS,
-      () => (exit ? null : server.events("start")[0]),
-      server,
-    );
-    if (start === null) {
-      if (attempt < 3 && server.output().includes("EADDRINUSE")) continue;
-      throw new Error(
-        `server exited (code ${exit?.code}, signal ${exit?.signal}) before starting; ` +
-          `output:\n${server.output()}`,
-      );
-    }
-    expect(start.url).toBe(`http://127.0.0.1:${port}`);
-    return { ...server, url: start.url as string };
-  }
-}
-
-/** Waits for the process to exit, failing the test after `timeoutMs`. */
-async function exitOf(server: ServerProcess, timeoutMs = EXIT_TIMEOUT_MS): Promise<Exit> {
-  return withTimeout(`the server process to exit`, timeoutMs, server.exited, server);
-}
-
-async function stopServer(server: ServerProcess, signal: NodeJS.Signals = "SIGTERM") {
-  server.child.kill(signal);
-  return exitOf(server);
-}
-
-async function withTimeout<T>(
-  what: string,
-  timeoutMs: number,
-  promise: Promise<T>,
-  server?: ServerProcess,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `timed out after ${timeoutMs} ms waiting for ${what}` +
-              (server ? `; output:\n${server.output()}` : ""),
-          ),
-        ),
-      timeoutMs,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+import { loadMigrations } from "../server/store/migrate.js";
+import {
+  afterThisTest,
+  type Exit,
+  exitOf,
+  freePort,
+  type ServerProcess,
+  START_TIMEOUT_MS,
+  spawnServer,
+  startServer,
+  stopServer,
+  tempDataDir,
+  waitFor,
+  withTimeout,
+} from "./support/child-server.js";
+import { createScratchPgDatabase } from "./support/databases.js";
 
 /** A generated gRPC client for the server at `baseUrl`, with an optional bearer token. */
 function client(baseUrl: string, token?: string): TeamClient {
@@ -450,7 +248,7 @@ describe("the server as a process", () => {
     "DATABASE_URL: serves from PostgreSQL and leaves DATA_DIR alone",
     async () => {
       const scratch = await createScratchPgDatabase();
-      cleanups.push(() => scratch.drop());
+      afterThisTest(() => scratch.drop());
       const dataDir = await tempDataDir();
       const server = await startServer({ DATABASE_URL: scratch.url, DATA_DIR: dataDir });
       const start = server.events("start")[0];

@@ -1,0 +1,226 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, expect } from "vitest";
+
+/**
+ * The real server as a child process (`node --import tsx server/main.ts`), configured by
+ * environment variables as in production, observed through its pino JSON log lines.
+ */
+
+export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+export const START_TIMEOUT_MS = 20_000;
+export const EXIT_TIMEOUT_MS = 15_000;
+
+export interface LogLine {
+  event?: string;
+  level?: number;
+  msg?: string;
+  [key: string]: unknown;
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code and signal once the process has exited. */
+  exited: Promise<Exit>;
+  /** stdout and stderr so far, interleaved as they arrived. */
+  output(): string;
+  /** The stdout lines that are JSON (pino's). */
+  logs(): LogLine[];
+  /** The log lines of one event. */
+  events(event: string): LogLine[];
+}
+
+// Everything a test starts, so afterEach can clean up even when the test failed midway.
+const children = new Set<ServerProcess>();
+const tempDirs = new Set<string>();
+const cleanups: (() => Promise<void>)[] = [];
+
+/** Registers a cleanup to run after the current test (after its servers are killed). */
+export function afterThisTest(cleanup: () => Promise<void>): void {
+  cleanups.push(cleanup);
+}
+
+// Importing this module makes every test of the file clean up its child servers and folders.
+afterEach(async () => {
+  for (const server of children) {
+    if (server.child.exitCode === null && server.child.signalCode === null) {
+      server.child.kill("SIGKILL");
+    }
+    await server.exited;
+  }
+  children.clear();
+  for (const cleanup of cleanups.splice(0)) await cleanup().catch(() => {});
+  for (const dir of tempDirs) await rm(dir, { recursive: true, force: true });
+  tempDirs.clear();
+});
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A fresh folder under the OS temp dir; `<it>/data` is the data dir (its lock is a sibling). */
+export async function tempDataDir(): Promise<string> {
+  const root = await mkdtemp(join(os.tmpdir(), "tp-server-process-"));
+  tempDirs.add(root);
+  return join(root, "data");
+}
+
+/** Spawns the server with a clean configuration environment plus `env`. */
+export function spawnServer(env: Record<string, string>): ServerProcess {
+  const base = { ...process.env };
+  for (const name of [
+    "HOST",
+    "PORT",
+    "DATABASE_URL",
+    "DATA_DIR",
+    "TEAM_ADMIN_TOKEN",
+    "HEARTBEAT_INTERVAL_MS",
+    "SHUTDOWN_TTL_MS",
+    "PLAN_APPROVAL_TTL_MS",
+    "SHUTDOWN_GRACE_MS",
+    "DB_POOL_SIZE",
+    "LOG_LEVEL",
+  ]) {
+    delete base[name];
+  }
+  const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
+    cwd: repoRoot,
+    env: { ...base, LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  let stdout = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    output += chunk;
+  });
+  const exited = new Promise<Exit>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+    child.once("error", () => resolve({ code: null, signal: null }));
+  });
+  const logs = () =>
+    stdout.split("\n").flatMap((line) => {
+      if (!line.startsWith("{")) return [];
+      try {
+        return [JSON.parse(line) as LogLine];
+      } catch {
+        return []; // a line still being written
+      }
+    });
+  const server: ServerProcess = {
+    child,
+    exited,
+    output: () => output,
+    logs,
+    events: (event) => logs().filter((l) => l.event === event),
+  };
+  children.add(server);
+  return server;
+}
+
+/** Polls until `check` returns a value, or fails with `what` after `timeoutMs`. */
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => T | undefined,
+  server?: ServerProcess,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) {
+      throw new Error(
+        `timed out waiting for ${what}${server ? `; output:\n${server.output()}` : ""}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/**
+ * Starts a server on a free port and waits for its start line. The port is free when
+ * picked but could be taken before the child listens: then it is tried again on another.
+ */
+export async function startServer(
+  env: Record<string, string>,
+): Promise<ServerProcess & { url: string }> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const server = spawnServer({ PORT: String(port), ...env });
+    let exit: Exit | undefined;
+    void server.exited.then((e) => {
+      exit = e;
+    });
+    const start = await waitFor(
+      "the start line",
+      START_TIMEOUT_MS,
+      () => (exit ? null : server.events("start")[0]),
+      server,
+    );
+    if (start === null) {
+      if (attempt < 3 && server.output().includes("EADDRINUSE")) continue;
+      throw new Error(
+        `server exited (code ${exit?.code}, signal ${exit?.signal}) before starting; ` +
+          `output:\n${server.output()}`,
+      );
+    }
+    expect(start.url).toBe(`http://127.0.0.1:${port}`);
+    return { ...server, url: start.url as string };
+  }
+}
+
+/** Waits for the process to exit, failing the test after `timeoutMs`. */
+export async function exitOf(server: ServerProcess, timeoutMs = EXIT_TIMEOUT_MS): Promise<Exit> {
+  return withTimeout(`the server process to exit`, timeoutMs, server.exited, server);
+}
+
+export async function stopServer(server: ServerProcess, signal: NodeJS.Signals = "SIGTERM") {
+  server.child.kill(signal);
+  return exitOf(server);
+}
+
+export async function withTimeout<T>(
+  what: string,
+  timeoutMs: number,
+  promise: Promise<T>,
+  server?: ServerProcess,
+): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what}` +
+              (server ? `; output:\n${server.output()}` : ""),
+          ),
+        ),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
