@@ -1,9 +1,14 @@
 import type { ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
 import { subscribeHandler } from "./handlers/subscribe.js";
+import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
+import { serveHealth } from "./health/health-service.js";
+import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { authInterceptor } from "./interceptors/auth.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
@@ -12,7 +17,12 @@ import type { Logger } from "./logger.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
 import { createRequestWaiters } from "./protocols/request-waiters.js";
+import { serveReflection } from "./reflection/server-reflection.js";
+import { contextValuesFor } from "./slow-consumer-guard.js";
 import type { Database } from "./store/database.js";
+
+/** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
+export const READ_MAX_BYTES = 1024 * 1024;
 
 export interface AppOptions {
   db: Database;
@@ -30,11 +40,17 @@ export interface AppOptions {
 export interface App {
   /** Registers every service on a Connect router (connectNodeAdapter, createRouterTransport). */
   routes(router: ConnectRouter): void;
+  /** The Node request handler for the HTTP server: every service, limits, context values. */
+  nodeHandler(): ReturnType<typeof connectNodeAdapter>;
   /** Live subscriptions of this process. */
   readonly hub: InboxHub;
   /** Expires overdue requests (runs on a timer until close()). */
   readonly sweeper: ExpirySweeper;
-  /** Stops background work (the sweeper). Call after the server stops taking calls. */
+  /** grpc.health.v1 status: shutdown() it when a graceful stop begins. */
+  readonly health: HealthMonitor;
+  /** Resolves when the process hears other processes' events (await before serving). */
+  readonly ready: Promise<void>;
+  /** Stops background work (sweeper, listener). Call after the server stops taking calls. */
   close(): Promise<void>;
 }
 
@@ -44,8 +60,14 @@ export interface App {
  */
 export function createApp(options: AppOptions): App {
   const { db, logger } = options;
-  const hub = createInboxHub();
-  const waiters = createRequestWaiters();
+  // Local wake-ups, wrapped so that other server processes on the same database hear too.
+  const bus = createClusterBus({
+    db,
+    hub: createInboxHub(),
+    waiters: createRequestWaiters(),
+    logger,
+  });
+  const { hub, waiters } = bus;
   const deps = { db, hub, waiters };
   const impl = {
     ...membershipHandlers(deps),
@@ -58,10 +80,17 @@ export function createApp(options: AppOptions): App {
     logger,
     intervalMs: options.sweepIntervalMs ?? 250,
   });
-  return {
+  const health = createHealthMonitor({ db, logger, services: [TeamService.typeName] });
+  const app: App = {
     hub,
     sweeper,
-    close: () => sweeper.stop(),
+    health,
+    ready: bus.ready,
+    async close() {
+      health.shutdown();
+      await sweeper.stop();
+      await bus.close();
+    },
     routes(router) {
       router.service(TeamService, impl, {
         // Outermost first: errors of every later step are mapped; rules see the caller.
@@ -71,6 +100,16 @@ export function createApp(options: AppOptions): App {
           rulesInterceptor(),
         ],
       });
+      // Health and reflection take no token (the interceptors above are TeamService's only).
+      serveHealth(router, health);
+      serveReflection(router, [file_team_v1_rule_violation]);
     },
+    nodeHandler: () =>
+      connectNodeAdapter({
+        routes: (router) => app.routes(router),
+        readMaxBytes: READ_MAX_BYTES,
+        contextValues: contextValuesFor,
+      }),
   };
+  return app;
 }

@@ -1,7 +1,9 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
 import type { Logger } from "./logger.js";
+import { guardSlowConsumer } from "./slow-consumer-guard.js";
 
 type Handler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -15,6 +17,10 @@ export interface ServerOptions {
   /** 0 picks a free port. */
   port: number;
   logger: Logger;
+  /** Connections are pinged this often to find vanished clients. Default 30 s. */
+  keepaliveIntervalMs?: number;
+  /** A response whose client reads nothing for this long is cut. Default 30 s. */
+  slowConsumerTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -40,6 +46,8 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0");
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const { handler, logger } = options;
+  const keepaliveMs = options.keepaliveIntervalMs ?? 30_000;
+  const slowConsumerMs = options.slowConsumerTimeoutMs ?? 30_000;
   let inFlight = 0;
   let stopping = false;
   let drained: (() => void) | undefined;
@@ -52,6 +60,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       inFlight--;
       if (inFlight === 0) drained?.();
     });
+    guardSlowConsumer(req, res, slowConsumerMs, (stalledMs) =>
+      logger.warn(
+        { event: "slow_consumer_cut", path: req.url, stalledMs },
+        "cut a response whose client stopped reading; it can resume from its last seq",
+      ),
+    );
     handler(req, res);
   };
 
@@ -65,6 +79,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    keepSessionAlive(session, keepaliveMs);
     if (stopping) session.close();
   });
   h2.on("sessionError", () => {});
@@ -73,6 +88,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
+    keepSocketAlive(socket, keepaliveMs);
     routeBySniffing(socket, (isH2) => (isH2 ? h2 : h1).emit("connection", socket));
   });
 
@@ -105,8 +121,27 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         timer = setTimeout(() => resolve(true), graceMs);
       });
       const late = await Promise.race([allDone.then(() => false), timedOut]);
-      clearTimeout(timer);
       if (late) logger.warn({ event: "stop_grace_exceeded", inFlight }, "calls cut at stop");
+      else {
+        // The last calls' final frames (trailers, END_STREAM) are still on their way out:
+        // let the connections close by themselves (GOAWAY done, keep-alive idle) before
+        // anything is destroyed, within what is left of the grace period.
+        h1.closeIdleConnections();
+        const socketsClosed = new Promise<void>((resolve) => {
+          const poll = setInterval(() => {
+            if (sockets.size === 0) {
+              clearInterval(poll);
+              resolve();
+            }
+          }, 10);
+          void timedOut.then(() => {
+            clearInterval(poll);
+            resolve();
+          });
+        });
+        await socketsClosed;
+      }
+      clearTimeout(timer);
       for (const socket of sockets) socket.destroy();
       for (const session of sessions) session.destroy();
       await closed;

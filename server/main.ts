@@ -1,20 +1,19 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createApp } from "./app.js";
 import { type Config, parseConfig } from "./config.js";
 import { openDatabase } from "./database-from-config.js";
 import { startServer } from "./http-server.js";
 import { createLogger, type Logger } from "./logger.js";
 
-/** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
-const READ_MAX_BYTES = 1024 * 1024;
-
 /**
  * Entry point: config -> database (migrated) -> one-port server. SIGINT/SIGTERM stop it
  * gracefully: streams end cleanly, calls in flight finish, then the database is closed.
  */
-export async function run(config: Config, logger: Logger): Promise<{ stop: () => Promise<void> }> {
+export async function run(
+  config: Config,
+  logger: Logger,
+): Promise<{ url: string; stop: () => Promise<void> }> {
   const started = Date.now();
   const { db, applied } = await openDatabase(config);
   const app = createApp({
@@ -26,7 +25,8 @@ export async function run(config: Config, logger: Logger): Promise<{ stop: () =>
       defaultTtlMs: { shutdown: config.shutdownTtlMs, plan_approval: config.planApprovalTtlMs },
     },
   });
-  const handler = connectNodeAdapter({ routes: app.routes, readMaxBytes: READ_MAX_BYTES });
+  await app.ready;
+  const handler = app.nodeHandler();
   const server = await startServer({ handler, host: config.host, port: config.port, logger });
   logger.info(
     {
@@ -44,6 +44,8 @@ export async function run(config: Config, logger: Logger): Promise<{ stop: () =>
   const stop = () => {
     stopping ??= (async () => {
       const t = Date.now();
+      // NOT_SERVING first, so health checkers stop routing calls here while they drain.
+      app.health.shutdown();
       await server.close(config.shutdownGraceMs, () => app.hub.endAll());
       await app.close();
       await closeWithin(db.close(), config.shutdownGraceMs, logger);
@@ -51,7 +53,7 @@ export async function run(config: Config, logger: Logger): Promise<{ stop: () =>
     })();
     return stopping;
   };
-  return { stop };
+  return { url: server.url, stop };
 }
 
 /** The database may hang on close (a lost connection): stop waiting after `ms`. */
@@ -66,12 +68,11 @@ async function closeWithin(closing: Promise<void>, ms: number, logger: Logger): 
     logger.warn({ event: "db_close_timeout" }, "database did not close in time");
 }
 
-const isEntryPoint =
-  process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
-if (isEntryPoint) {
+/** The server process: flags and environment -> run() until SIGINT/SIGTERM. Also `team serve`. */
+export async function main(argv: string[]): Promise<void> {
   let config: Config;
   try {
-    config = parseConfig(process.argv.slice(2));
+    config = parseConfig(argv);
   } catch (err) {
     // commander has printed its own errors (and --help); anything else is printed here.
     const e = err as { exitCode?: number; code?: string; message?: string };
@@ -98,3 +99,7 @@ if (isEntryPoint) {
     process.exit(1);
   }
 }
+
+const isEntryPoint =
+  process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
+if (isEntryPoint) await main(process.argv.slice(2));

@@ -7,12 +7,14 @@ import {
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import type { InboxHub } from "../inbox/hub.js";
+import { responseCutKey } from "../slow-consumer-guard.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition, readInbox } from "../store/inbox.js";
 import { toEnvelope } from "./convert.js";
 
-/** Rows read per query: bounds the memory one subscription holds. */
+/** Rows and bytes read per query: bound the memory one subscription holds. */
 const BATCH = 256;
+const BATCH_BYTES = 1024 * 1024;
 
 export interface SubscribeOptions {
   db: Database;
@@ -20,6 +22,9 @@ export interface SubscribeOptions {
   /** A heartbeat is sent after this long without a message. */
   heartbeatIntervalMs: number;
 }
+
+const batchBytes = (batch: { body: Uint8Array }[]) =>
+  batch.reduce((n, m) => n + m.body.byteLength, 0);
 
 /**
  * Subscribe: the backlog after the cursor, then live messages. The database is read after
@@ -35,10 +40,15 @@ export function subscribeHandler(
     async *subscribe(req, ctx) {
       const caller = requireCaller(ctx.values);
       const subscription = hub.open(caller.id, ctx.signal);
+      // Also released when the server cuts a client that stopped reading: the generator
+      // may then be stuck in a write that never settles, but the hub forgets it at once.
+      ctx.values.get(responseCutKey)?.addEventListener("abort", () => subscription.close(), {
+        once: true,
+      });
       try {
         let cursor = req.afterSeq ?? (await inboxPosition(db, caller.id)).ackedSeq;
         for (;;) {
-          const batch = await readInbox(db, caller.id, cursor, BATCH);
+          const batch = await readInbox(db, caller.id, cursor, BATCH, BATCH_BYTES);
           for (const message of batch) {
             if (subscription.endReason) break;
             yield create(SubscribeResponseSchema, {
@@ -46,7 +56,9 @@ export function subscribeHandler(
             });
             cursor = message.seq;
           }
-          if (batch.length === BATCH && !subscription.endReason) continue;
+          // A full batch (by rows or by bytes) means there may be more: read on at once.
+          const full = batch.length === BATCH || batchBytes(batch) >= BATCH_BYTES;
+          if (full && !subscription.endReason) continue;
           const woke = await subscription.wait(heartbeatIntervalMs);
           if (woke === "ended") break;
           if (woke === "timeout") {

@@ -26,6 +26,8 @@ export interface InboxHub {
   open(memberId: number, signal: AbortSignal): Subscription;
   /** Wakes every subscription of these inboxes. */
   wake(memberIds: Iterable<number>): void;
+  /** Wakes every subscription (after notifications may have been missed). */
+  wakeAll(): void;
   /** Ends the subscriptions of one member: cleanly, or with `error`. */
   endMember(memberId: number, error?: Error): void;
   /** Ends every subscription cleanly (graceful stop). */
@@ -113,6 +115,9 @@ export function createInboxHub(): InboxHub {
         const set = byMember.get(id);
         if (set) for (const sub of set) sub.wake();
       }
+    },
+    wakeAll() {
+      for (const set of byMember.values()) for (const sub of set) sub.wake();
     },
     endMember(memberId, error) {
       for (const sub of byMember.get(memberId) ?? []) sub.end(error);

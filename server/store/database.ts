@@ -18,8 +18,24 @@ export interface Database extends Queryable {
    * All statements of `fn` must go through the `tx` it is given.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Subscribes to a notification channel (PostgreSQL LISTEN) on a dedicated connection
+   * that reconnects by itself; `onReconnect` runs after each reconnection, since
+   * notifications sent while it was down are lost. Only for "postgres": the embedded
+   * database lives in one process, which has nobody to hear from.
+   */
+  listen?(channel: string, handlers: ListenHandlers): Promise<Listener>;
   /** Runs a cheap statement to check the database answers. */
   ping(): Promise<void>;
   /** Closes every connection; waits for running statements. */
+  close(): Promise<void>;
+}
+
+export interface ListenHandlers {
+  onNotification(payload: string): void;
+  onReconnect(): void;
+}
+
+export interface Listener {
   close(): Promise<void>;
 }

@@ -23,17 +23,27 @@ interface MessageSqlRow {
   sent_at: Date;
 }
 
-/** Messages of one inbox with seq > afterSeq, in seq order. */
+/**
+ * Messages of one inbox with seq > afterSeq, in seq order: at most `limit` rows, and no more
+ * rows once `maxBytes` of bodies are reached (the first row always comes), so one read holds
+ * a bounded amount of memory however large the messages are.
+ */
 export async function readInbox(
   db: Queryable,
   memberId: number,
   afterSeq: bigint,
   limit: number,
+  maxBytes = 4 * 1024 * 1024,
 ): Promise<StoredMessage[]> {
   const rows = await db.query<MessageSqlRow>(
     `SELECT seq, from_name, to_name, request_id, message_id, kind, body, sent_at
-     FROM messages WHERE recipient_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-    [memberId, afterSeq, limit],
+     FROM (
+       SELECT *, sum(octet_length(body)) OVER (ORDER BY seq) - octet_length(body) AS before
+       FROM messages WHERE recipient_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
+     ) page
+     WHERE before < $4
+     ORDER BY seq`,
+    [memberId, afterSeq, limit, maxBytes],
   );
   return rows.map((r) => ({
     seq: r.seq,

@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { Database, Queryable } from "./database.js";
+import { listenOn } from "./pg-listener.js";
 import { isRetryableConflict } from "./sql-errors.js";
 
 const INT8_OID = 20;
@@ -80,6 +81,7 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
         }
       }
     },
+    listen: (channel, handlers) => listenOn(options.connectionString, channel, handlers),
     async ping() {
       await pool.query("SELECT 1");
     },

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import {
-  connectNodeAdapter,
   createConnectTransport,
   createGrpcTransport,
   createGrpcWebTransport,
@@ -9,7 +8,7 @@ import {
 import { afterAll, beforeAll, describe } from "vitest";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { type App, type AppOptions, createApp } from "../../server/app.js";
-import { type RunningServer, startServer } from "../../server/http-server.js";
+import { type RunningServer, type ServerOptions, startServer } from "../../server/http-server.js";
 import { silentLogger } from "../../server/logger.js";
 import type { Database } from "../../server/store/database.js";
 import {
@@ -69,10 +68,18 @@ export async function startTestEnv(
   kind: DatabaseKind,
   testDb: TestDatabase,
   options: Partial<AppOptions> = {},
+  serverOptions: Pick<ServerOptions, "keepaliveIntervalMs" | "slowConsumerTimeoutMs"> = {},
 ): Promise<TestEnv & { close(): Promise<void> }> {
   const app = createApp({ db: testDb.db, logger: silentLogger(), ...options });
-  const handler = connectNodeAdapter({ routes: app.routes, readMaxBytes: 1024 * 1024 });
-  const server = await startServer({ handler, host: "127.0.0.1", port: 0, logger: silentLogger() });
+  await app.ready;
+  const handler = app.nodeHandler();
+  const server = await startServer({
+    handler,
+    host: "127.0.0.1",
+    port: 0,
+    logger: silentLogger(),
+    ...serverOptions,
+  });
   const client = (token?: string, protocol: Protocol = "connect") =>
     createClient(TeamService, transportFor(server.url, protocol, token));
   const env: TestEnv = {

@@ -1,0 +1,88 @@
+import type http from "node:http";
+import http2 from "node:http2";
+import { createContextKey, createContextValues } from "@connectrpc/connect";
+
+type Request = http.IncomingMessage | http2.Http2ServerRequest;
+type Response = http.ServerResponse | http2.Http2ServerResponse;
+
+// One signal per request, aborted when its response is cut; handlers see it as a context
+// value (connectNodeAdapter's contextValues option reads it from here).
+const cutSignals = new WeakMap<Request, AbortSignal>();
+
+/** Aborted when the server cut the call's response because its client stopped reading. */
+export const responseCutKey = createContextKey<AbortSignal | undefined>(undefined, {
+  description: "aborted when a slow consumer's response is cut",
+});
+
+/** connectNodeAdapter's `contextValues`: hands the request's cut signal to handlers. */
+export function contextValuesFor(req: Request) {
+  return createContextValues().set(responseCutKey, cutSignals.get(req));
+}
+
+/**
+ * Ends a response whose client stopped reading, so that a subscriber that never reads
+ * cannot make the server hold its inbox in memory. connect-node waits for 'drain' before
+ * each write; a response whose write has waited `limitMs` is reset with ENHANCE_YOUR_CALM
+ * (grpc clients report RESOURCE_EXHAUSTED, connect-es reports it as an internal stream
+ * error), and the request's cut signal aborts, which releases the subscription at once even
+ * though the reset only leaves once the network moves again.
+ * The client resumes from the last seq it handled; nothing is lost: the inbox is in the
+ * database.
+ */
+export function guardSlowConsumer(
+  req: Request,
+  res: Response,
+  limitMs: number,
+  onCut: (stalledMs: number) => void,
+): void {
+  const cutController = new AbortController();
+  cutSignals.set(req, cutController.signal);
+  let timer: NodeJS.Timeout | undefined;
+  let since = 0;
+  let flushedLast = true;
+
+  const clear = () => {
+    clearTimeout(timer);
+    timer = undefined;
+  };
+  const cut = () => {
+    clear();
+    if (cutController.signal.aborted) return;
+    onCut(Date.now() - since);
+    cutController.abort();
+    if ("stream" in res && res.stream) {
+      res.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    } else {
+      res.socket?.destroy();
+    }
+  };
+  const check = () => {
+    timer = undefined;
+    if (!flushedLast) cut();
+  };
+
+  const write = res.write.bind(res) as (chunk: Uint8Array, ...rest: unknown[]) => boolean;
+  // The handler writes through res.write: each write is where a stall shows.
+  (res as { write: (chunk: Uint8Array, ...rest: unknown[]) => boolean }).write = (
+    chunk,
+    ...rest
+  ) => {
+    const flushed = write(chunk, ...rest);
+    flushedLast = flushed;
+    // false: the response's buffer is full (over HTTP/2 also when the client's flow-control
+    // window is used up) and the writer now waits for 'drain'.
+    if (!flushed) {
+      if (timer === undefined) {
+        since = Date.now();
+        timer = setTimeout(check, limitMs);
+        timer.unref();
+      }
+    }
+    return flushed;
+  };
+  res.on("drain", () => {
+    flushedLast = true;
+    clear();
+  });
+  res.once("close", clear);
+}
