@@ -32,6 +32,9 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     types: typeParsers,
     // Fail fast when the server is down instead of queueing callers for ever.
     connectionTimeoutMillis: 5_000,
+    // A Send returns only after its commit is flushed to disk, whatever the database's
+    // default says: durability is not left to a setting someone may have turned off.
+    options: "-c synchronous_commit=on",
   });
   // An idle client losing its connection (PostgreSQL restart) must not crash the process;
   // the pool drops it and the next query opens a new one.
