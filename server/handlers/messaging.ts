@@ -11,12 +11,14 @@ import {
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import type { InboxHub } from "../inbox/hub.js";
+import { createSendBatcher } from "../inbox/send-batcher.js";
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
 import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
-import { sendMessage } from "../store/send.js";
+import { type SendInput, sendMessage } from "../store/send.js";
+import { isBatchable } from "../store/send-batch.js";
 import { toEnvelope } from "./convert.js";
 
 const DEFAULT_READ_LIMIT = 100;
@@ -35,6 +37,7 @@ export function messagingHandlers(deps: {
   protocols: ProtocolConfig;
 }): MessagingImpl {
   const { db, hub, waiters, protocols } = deps;
+  const batcher = createSendBatcher(db);
   return {
     async send(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -49,7 +52,7 @@ export function messagingHandlers(deps: {
           : undefined,
         config: protocols,
       });
-      const result = await sendMessage(db, {
+      const input: SendInput = {
         teamId: caller.teamId,
         sender: { id: caller.id, name: caller.name },
         to: req.to,
@@ -64,7 +67,10 @@ export function messagingHandlers(deps: {
               fingerprint: fingerprint(req.to, toBinary(MessageSchema, message)),
             }
           : {}),
-      });
+      };
+      // Plain sends share commits with concurrent ones (group commit); sends with an
+      // idempotency key or a protocol step take their own transaction.
+      const result = isBatchable(input) ? await batcher.send(input) : await sendMessage(db, input);
       if (!result.replayed) {
         hub.wake(result.deliveries.map((d) => d.memberId));
         plan.afterCommit?.({ hub, waiters });

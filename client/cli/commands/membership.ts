@@ -1,0 +1,106 @@
+import { type Command, Option } from "commander";
+import { MemberSchema } from "../../../gen/team/v1/records_pb.js";
+import { instant } from "../../describe.js";
+import {
+  memberRoleName,
+  memberStatusName,
+  type PermissionModeName,
+  permissionModeName,
+  permissionModeNames,
+} from "../../names.js";
+import {
+  asJson,
+  type ConnectionOptions,
+  clientFor,
+  connectionOptions,
+  print,
+  table,
+} from "../context.js";
+
+/** create-team, add-member, remove-member, members. */
+export function membershipCommands(program: Command): void {
+  connectionOptions(
+    program
+      .command("create-team")
+      .description("create a team and its lead; prints the lead's token (shown only once)")
+      .argument("<team>", "the team's name, unique on the server")
+      .option("--lead-name <name>", "the lead's member name", "team-lead")
+      .addOption(
+        new Option("--lead-mode <mode>", "the lead's permission mode (a teammate inherits it)")
+          .choices(permissionModeNames)
+          .default("default"),
+      ),
+    "admin",
+  ).action(
+    async (
+      team: string,
+      o: ConnectionOptions & { leadName: string; leadMode: PermissionModeName },
+    ) => {
+      const created = await clientFor(o, "admin").createTeam(team, {
+        leadName: o.leadName,
+        leadPermissionMode: o.leadMode,
+      });
+      print(
+        o,
+        () =>
+          `created team "${team}" with lead "${created.lead?.name}" (permission mode ${o.leadMode})\n` +
+          `lead token (shown only once): ${created.token}\n` +
+          `  export TEAM_URL=${o.url} TEAM_TOKEN=${created.token}`,
+        () => ({
+          team,
+          token: created.token,
+          lead: created.lead && asJson(MemberSchema, created.lead),
+        }),
+      );
+    },
+  );
+
+  connectionOptions(
+    program
+      .command("add-member")
+      .description("lead: add a teammate; prints its token (shown only once)")
+      .argument("<name>", "the teammate's name"),
+  ).action(async (name: string, o: ConnectionOptions) => {
+    const added = await clientFor(o).addMember(name);
+    print(
+      o,
+      () => `added "${name}"\ntoken (shown only once): ${added.token}`,
+      () => ({ token: added.token, member: added.member && asJson(MemberSchema, added.member) }),
+    );
+  });
+
+  connectionOptions(
+    program
+      .command("remove-member")
+      .description("lead: force-stop a teammate (token revoked, streams ended)")
+      .argument("<name>", "the teammate to stop"),
+  ).action(async (name: string, o: ConnectionOptions) => {
+    const member = await clientFor(o).removeMember(name);
+    print(
+      o,
+      () => `removed "${member.name}" (now ${memberStatusName(member.status)})`,
+      () => ({ member: asJson(MemberSchema, member) }),
+    );
+  });
+
+  connectionOptions(program.command("members").description("list the team's members")).action(
+    async (o: ConnectionOptions) => {
+      const members = await clientFor(o).members();
+      print(
+        o,
+        () =>
+          table(
+            ["NAME", "ROLE", "STATUS", "MODE", "LAST SEEN"],
+            members.map((m) => [
+              m.name,
+              memberRoleName(m.role),
+              memberStatusName(m.status),
+              permissionModeName(m.permissionMode),
+              instant(m.lastSeenAt),
+            ]),
+          ),
+        () => ({ members: members.map((m) => asJson(MemberSchema, m)) }),
+      );
+    },
+  );
+}

@@ -1,0 +1,167 @@
+import { readFile } from "node:fs/promises";
+import { type Command, Option } from "commander";
+import { SendResponseSchema } from "../../../gen/team/v1/team_service_pb.js";
+import { type TaskStatusName, taskStatusNames } from "../../names.js";
+import {
+  asJson,
+  type ConnectionOptions,
+  clientFor,
+  connectionOptions,
+  duration,
+  print,
+  UsageError,
+  wholeNumber,
+} from "../context.js";
+import { describeSend } from "./messaging.js";
+
+interface NotifyFlags extends ConnectionOptions {
+  status: TaskStatusName;
+  description?: string;
+  summary?: string;
+  result?: string;
+  error?: string;
+  tokens?: number;
+  toolUses?: number;
+  durationMs?: number;
+}
+
+/** shutdown, answer-shutdown, submit-plan, approve, reject, notify-task. */
+export function protocolCommands(program: Command): void {
+  connectionOptions(
+    program
+      .command("shutdown")
+      .description("lead: ask a teammate to shut down; prints the request id to await")
+      .argument("<member>", "the teammate")
+      .option("--reason <text>", "why (shown to the teammate)")
+      .option(
+        "--ttl <duration>",
+        "time to answer, e.g. 90s or 5m (default: the server's)",
+        duration,
+      ),
+  ).action(async (member: string, o: ConnectionOptions & { reason?: string; ttl?: number }) => {
+    const sent = await clientFor(o).requestShutdown(member, {
+      ...(o.reason ? { reason: o.reason } : {}),
+      ...(o.ttl !== undefined ? { ttlMs: o.ttl } : {}),
+    });
+    print(
+      o,
+      () => describeSend(sent),
+      () => asJson(SendResponseSchema, sent),
+    );
+  });
+
+  connectionOptions(
+    program
+      .command("answer-shutdown")
+      .description("teammate: answer a shutdown request (approving stops you)")
+      .argument("<request-id>", "the request, from the shutdown_request's envelope")
+      .option("--approve", "agree and stop")
+      .option("--reject", "keep working (needs --reason)")
+      .option("--reason <text>", "why you keep working"),
+  ).action(
+    async (
+      requestId: string,
+      o: ConnectionOptions & { approve?: boolean; reject?: boolean; reason?: string },
+    ) => {
+      if (Boolean(o.approve) === Boolean(o.reject)) {
+        throw new UsageError("give exactly one of --approve and --reject");
+      }
+      const client = clientFor(o);
+      const sent = o.approve
+        ? await client.approveShutdown(requestId)
+        : await client.rejectShutdown(requestId, o.reason ?? "");
+      print(
+        o,
+        () => describeSend(sent),
+        () => asJson(SendResponseSchema, sent),
+      );
+    },
+  );
+
+  connectionOptions(
+    program
+      .command("submit-plan")
+      .description("teammate: ask the lead to approve a plan; prints the request id to await")
+      .argument("[plan...]", "the plan (words are joined with spaces)")
+      .option("--file <path>", 'read the plan from a file ("-": standard input)')
+      .option("--ttl <duration>", "time to answer, e.g. 10m (default: the server's)", duration),
+  ).action(async (words: string[], o: ConnectionOptions & { file?: string; ttl?: number }) => {
+    if (words.length > 0 && o.file) throw new UsageError("give the plan or --file, not both");
+    const plan = o.file ? await readPlan(o.file) : words.join(" ");
+    const sent = await clientFor(o).submitPlan(plan, o.ttl !== undefined ? { ttlMs: o.ttl } : {});
+    print(
+      o,
+      () => describeSend(sent),
+      () => asJson(SendResponseSchema, sent),
+    );
+  });
+
+  for (const verdict of ["approve", "reject"] as const) {
+    connectionOptions(
+      program
+        .command(verdict)
+        .description(
+          verdict === "approve"
+            ? "lead: approve a plan (the teammate inherits your permission mode)"
+            : 'lead: reject a plan (blank feedback: "Plan needs revision")',
+        )
+        .argument("<request-id>", "the plan_approval_request's request id")
+        .option("--feedback <text>", "comments for the teammate"),
+    ).action(async (requestId: string, o: ConnectionOptions & { feedback?: string }) => {
+      const client = clientFor(o);
+      const sent =
+        verdict === "approve"
+          ? await client.approvePlan(requestId, o.feedback ? { feedback: o.feedback } : {})
+          : await client.rejectPlan(requestId, o.feedback ?? "");
+      print(
+        o,
+        () => describeSend(sent),
+        () => asJson(SendResponseSchema, sent),
+      );
+    });
+  }
+
+  connectionOptions(
+    program
+      .command("notify-task")
+      .description("tell the lead how a task ended (a <task-notification>)")
+      .argument("<task-id>", "the task's id")
+      .addOption(
+        new Option("--status <status>", "how it ended")
+          .choices(taskStatusNames)
+          .makeOptionMandatory(),
+      )
+      .option("--description <text>", 'what the task was (the default summary: Agent "<it>" …)')
+      .option("--summary <text>", "one line for the lead (default: the seed's summary)")
+      .option("--result <text>", "what the lead should read")
+      .option("--error <text>", "what went wrong (failed tasks)")
+      .option("--tokens <n>", "usage: tokens used", wholeNumber)
+      .option("--tool-uses <n>", "usage: tool calls made", wholeNumber)
+      .option("--duration-ms <n>", "usage: wall-clock milliseconds", wholeNumber),
+  ).action(async (taskId: string, o: NotifyFlags) => {
+    const hasUsage = [o.tokens, o.toolUses, o.durationMs].some((v) => v !== undefined);
+    const sent = await clientFor(o).notifyTask({
+      taskId,
+      status: o.status,
+      description: o.description ?? "",
+      summary: o.summary ?? "",
+      result: o.result ?? "",
+      error: o.error ?? "",
+      ...(hasUsage
+        ? { usage: { totalTokens: o.tokens, toolUses: o.toolUses, durationMs: o.durationMs } }
+        : {}),
+    });
+    print(
+      o,
+      () => describeSend(sent),
+      () => asJson(SendResponseSchema, sent),
+    );
+  });
+}
+
+async function readPlan(file: string): Promise<string> {
+  if (file !== "-") return readFile(file, "utf8");
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}

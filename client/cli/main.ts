@@ -1,0 +1,86 @@
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ConnectError } from "@connectrpc/connect";
+import { Command, CommanderError } from "commander";
+import { TeamError } from "../team-error.js";
+import { membershipCommands } from "./commands/membership.js";
+import { messagingCommands } from "./commands/messaging.js";
+import { protocolCommands } from "./commands/protocols.js";
+import { requestCommands } from "./commands/requests.js";
+import { serveCommand } from "./commands/serve.js";
+import { DEFAULT_URL, EXIT, QuietExit, UsageError } from "./context.js";
+
+/** The `team` program: every command, with --help on each. */
+export function createProgram(): Command {
+  const program = new Command("team")
+    .description("Talk to a team-protocols server: members, messages, inboxes and protocols.")
+    .enablePositionalOptions()
+    // Errors and --help come back to runCli as exceptions, so it decides the exit code.
+    .exitOverride()
+    .showHelpAfterError("(add --help for usage)")
+    .addHelpText(
+      "after",
+      `
+Environment (flags override): TEAM_URL (default ${DEFAULT_URL}), TEAM_TOKEN (your member token),
+TEAM_PROTOCOL (connect | grpc | grpc-web), TEAM_ADMIN_TOKEN (create-team, when the server sets it).
+
+Output is text for people; --json prints JSON for scripts (errors as JSON on stderr).
+Exit codes: ${EXIT.ok} ok, ${EXIT.failed} refused or failed (a refusal prints its rule id and sentence),
+${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the timeout passed.`,
+    );
+  serveCommand(program);
+  membershipCommands(program);
+  messagingCommands(program);
+  protocolCommands(program);
+  requestCommands(program);
+  return program;
+}
+
+/** Runs one command line; resolves to the process exit code. Never calls process.exit. */
+export async function runCli(argv: string[]): Promise<number> {
+  const json = argv.includes("--json");
+  try {
+    await createProgram().parseAsync(argv, { from: "user" });
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // commander has printed the help or the error already.
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (err instanceof QuietExit) return err.exitCode;
+    if (err instanceof UsageError) {
+      process.stderr.write(`team: ${err.message}\n`);
+      return EXIT.usage;
+    }
+    reportFailure(err, json);
+    return EXIT.failed;
+  }
+}
+
+/** A refusal names its rule and sentence; anything else its code and message. */
+function reportFailure(err: unknown, json: boolean): void {
+  if (!(err instanceof ConnectError)) {
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`${json ? JSON.stringify({ error: { message } }) : `team: ${message}`}\n`);
+    return;
+  }
+  const e = TeamError.fromError(err);
+  if (json) {
+    const v = e.violation;
+    const error = {
+      code: e.codeName,
+      message: e.rawMessage,
+      ...(v ? { rule: v.rule, sentence: v.sentence, field: v.field } : {}),
+    };
+    process.stderr.write(`${JSON.stringify({ error })}\n`);
+    return;
+  }
+  const line = e.violation
+    ? `refused by rule ${e.violation.rule} (${e.codeName}): ${e.violation.sentence}`
+    : `${e.codeName}: ${e.rawMessage}`;
+  process.stderr.write(`team: ${line}\n`);
+}
+
+const isEntryPoint =
+  process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
+if (isEntryPoint) process.exitCode = await runCli(process.argv.slice(2));

@@ -1,0 +1,85 @@
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Message } from "../gen/team/v1/message_pb.js";
+import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
+import { permissionModeName, requestKindName, requestStatusName, taskStatusName } from "./names.js";
+
+// Short, human-readable renderings for terminals and transcripts (toPromptText is the one
+// for models).
+
+/** "21:04:05.123Z" */
+export const clock = (t: Timestamp | undefined) =>
+  t ? `${timestampDate(t).toISOString().slice(11, 23)}Z` : "-";
+
+/** "2025-11-29T21:04:05.123Z" */
+export const instant = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : "-");
+
+/** One envelope: a header line, then the message (multi-line text indented). */
+export function describeEnvelope(e: Envelope): string {
+  const head = `#${e.seq} ${clock(e.sentAt)} ${e.from || "server"} → ${e.to}`;
+  return `${head}  ${describeMessage(e.message)}`;
+}
+
+/** What a message says, in one line where it can. */
+export function describeMessage(message: Message | undefined): string {
+  const kind = message?.kind ?? { case: undefined };
+  switch (kind.case) {
+    case "text":
+      return `text: ${indentRest(kind.value)}`;
+    case "shutdownRequest":
+      return `shutdown_request${kind.value.reason ? `: ${indentRest(kind.value.reason)}` : ""}`;
+    case "shutdownResponse":
+      return `shutdown_response ${kind.value.requestId} ${
+        kind.value.approve ? "approved" : `rejected: ${indentRest(kind.value.reason)}`
+      }`;
+    case "planApprovalRequest":
+      return `plan_approval_request:\n${indent(kind.value.plan)}`;
+    case "planApprovalResponse": {
+      const r = kind.value;
+      const verdict = r.approve
+        ? `approved (permission mode ${permissionModeName(r.permissionMode)})`
+        : "rejected";
+      return `plan_approval_response ${r.requestId} ${verdict}${r.feedback ? `: ${indentRest(r.feedback)}` : ""}`;
+    }
+    case "taskNotification": {
+      const n = kind.value;
+      const usage = n.usage
+        ? ` [${n.usage.totalTokens} tokens, ${n.usage.toolUses} tool uses, ${n.usage.durationMs} ms]`
+        : "";
+      const result = n.result ? `\n${indent(n.result)}` : "";
+      return `task_notification ${n.taskId} ${taskStatusName(n.status)}: ${n.summary}${usage}${result}`;
+    }
+    case "requestUpdate": {
+      const u = kind.value;
+      return `request_update ${u.requestId} (${requestKindName(u.kind)}) ${requestStatusName(u.status)}: ${u.detail}`;
+    }
+    default:
+      return "(empty message)";
+  }
+}
+
+/** A request record, one field per line. */
+export function describeRequest(r: RequestRecord): string {
+  const rows: [string, string][] = [
+    ["request", r.requestId],
+    ["kind", requestKindName(r.kind)],
+    ["from", r.from],
+    ["to", r.to],
+    ["status", requestStatusName(r.status)],
+    ["created", instant(r.createdAt)],
+    ["expires", instant(r.expiresAt)],
+    ["resolved", instant(r.resolvedAt)],
+    ["asked", describeMessage(r.request)],
+    ["answer", r.response ? describeMessage(r.response) : "-"],
+  ];
+  return rows.map(([k, v]) => `${k.padEnd(9)}${v}`).join("\n");
+}
+
+const indent = (s: string) =>
+  s
+    .split("\n")
+    .map((line) => `    ${line}`)
+    .join("\n");
+
+/** The first line as is, later lines indented under it. */
+const indentRest = (s: string) => s.split("\n").join("\n    ");

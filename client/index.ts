@@ -1,0 +1,39 @@
+// The public surface of the team-protocols client. Everything else in client/ is internal.
+
+export type { Envelope, Member, RequestRecord } from "../gen/team/v1/records_pb.js";
+export type { BackoffOptions } from "./backoff.js";
+export { describeEnvelope, describeMessage, describeRequest } from "./describe.js";
+export type { Inbox, InboxOptions, InboxStatus } from "./inbox.js";
+export {
+  type MessageInit,
+  planRequestMessage,
+  planResponseMessage,
+  shutdownRequestMessage,
+  shutdownResponseMessage,
+  type TaskReport,
+  taskNotificationMessage,
+  textMessage,
+} from "./messages.js";
+export {
+  memberRoleName,
+  memberStatusName,
+  type PermissionModeName,
+  permissionModeName,
+  type RequestKindName,
+  type RequestStatusName,
+  requestKindName,
+  requestStatusName,
+  type TaskStatusName,
+  taskStatusName,
+} from "./names.js";
+export { type PromptTextOptions, toPromptText } from "./prompt-text.js";
+export {
+  createTeamClient,
+  type RequestFilter,
+  type RequestOptions,
+  type SendOptions,
+  type TeamClient,
+  type TeamClientOptions,
+} from "./team-client.js";
+export { TeamError, type Violation, violationOf } from "./team-error.js";
+export type { Protocol } from "./transport.js";

@@ -1,0 +1,80 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { MessageSchema } from "../gen/team/v1/message_pb.js";
+import { type TaskStatusName, taskStatusOf } from "./names.js";
+
+/** A Message as a Send takes it: exactly one case of the oneof. */
+export type MessageInit = MessageInitShape<typeof MessageSchema>;
+
+/** What a worker reports about a task (the seed's task notification). */
+export interface TaskReport {
+  /** The task's identifier, as the worker knows it. */
+  taskId: string;
+  status: TaskStatusName;
+  /** What the task was; the server's default summary quotes it. */
+  description?: string;
+  /** One line for the lead; blank: the server writes the seed's `Agent "…" completed`. */
+  summary?: string;
+  /** What the lead should read. */
+  result?: string;
+  /** What went wrong, for a failed task. */
+  error?: string;
+  usage?: {
+    totalTokens?: number | bigint;
+    toolUses?: number | bigint;
+    durationMs?: number | bigint;
+  };
+}
+
+// One builder per case, so callers never spell the oneof by hand.
+
+export const textMessage = (value: string): MessageInit => ({ kind: { case: "text", value } });
+
+export const shutdownRequestMessage = (reason = ""): MessageInit => ({
+  kind: { case: "shutdownRequest", value: { reason } },
+});
+
+export const shutdownResponseMessage = (
+  requestId: string,
+  approve: boolean,
+  reason = "",
+): MessageInit => ({
+  kind: { case: "shutdownResponse", value: { requestId, approve, reason } },
+});
+
+export const planRequestMessage = (plan: string): MessageInit => ({
+  kind: { case: "planApprovalRequest", value: { plan } },
+});
+
+export const planResponseMessage = (
+  requestId: string,
+  approve: boolean,
+  feedback = "",
+): MessageInit => ({
+  kind: { case: "planApprovalResponse", value: { requestId, approve, feedback } },
+});
+
+export function taskNotificationMessage(report: TaskReport): MessageInit {
+  const usage = report.usage;
+  return {
+    kind: {
+      case: "taskNotification",
+      value: {
+        taskId: report.taskId,
+        status: taskStatusOf(report.status),
+        description: report.description ?? "",
+        summary: report.summary ?? "",
+        result: report.result ?? "",
+        error: report.error ?? "",
+        ...(usage
+          ? {
+              usage: {
+                totalTokens: BigInt(usage.totalTokens ?? 0),
+                toolUses: BigInt(usage.toolUses ?? 0),
+                durationMs: BigInt(usage.durationMs ?? 0),
+              },
+            }
+          : {}),
+      },
+    },
+  };
+}

@@ -1,0 +1,62 @@
+import {
+  MemberRole,
+  MemberStatus,
+  PermissionMode,
+  RequestKind,
+  RequestStatus,
+  TaskStatus,
+} from "../gen/team/v1/enums_pb.js";
+
+// The contract's enums as the words agents and people use (the seed's), both ways.
+
+export type TaskStatusName = "completed" | "failed" | "stopped";
+export type RequestStatusName = "pending" | "approved" | "rejected" | "expired" | "canceled";
+export type RequestKindName = "shutdown" | "plan_approval";
+export type PermissionModeName = "default" | "accept_edits" | "bypass_permissions" | "plan";
+
+const taskStatuses: Record<TaskStatusName, TaskStatus> = {
+  completed: TaskStatus.COMPLETED,
+  failed: TaskStatus.FAILED,
+  stopped: TaskStatus.STOPPED,
+};
+const requestStatuses: Record<RequestStatusName, RequestStatus> = {
+  pending: RequestStatus.PENDING,
+  approved: RequestStatus.APPROVED,
+  rejected: RequestStatus.REJECTED,
+  expired: RequestStatus.EXPIRED,
+  canceled: RequestStatus.CANCELED,
+};
+const requestKinds: Record<RequestKindName, RequestKind> = {
+  shutdown: RequestKind.SHUTDOWN,
+  plan_approval: RequestKind.PLAN_APPROVAL,
+};
+const permissionModes: Record<PermissionModeName, PermissionMode> = {
+  default: PermissionMode.DEFAULT,
+  accept_edits: PermissionMode.ACCEPT_EDITS,
+  bypass_permissions: PermissionMode.BYPASS_PERMISSIONS,
+  plan: PermissionMode.PLAN,
+};
+
+export const taskStatusNames = Object.keys(taskStatuses) as TaskStatusName[];
+export const requestStatusNames = Object.keys(requestStatuses) as RequestStatusName[];
+export const requestKindNames = Object.keys(requestKinds) as RequestKindName[];
+export const permissionModeNames = Object.keys(permissionModes) as PermissionModeName[];
+
+export const taskStatusOf = (name: TaskStatusName) => taskStatuses[name];
+export const requestStatusOf = (name: RequestStatusName) => requestStatuses[name];
+export const requestKindOf = (name: RequestKindName) => requestKinds[name];
+export const permissionModeOf = (name: PermissionModeName) => permissionModes[name];
+
+function nameIn<N extends string, V>(table: Record<N, V>, value: V): N | "unspecified" {
+  const found = (Object.entries(table) as [N, V][]).find(([, v]) => v === value);
+  return found ? found[0] : "unspecified";
+}
+
+export const taskStatusName = (s: TaskStatus) => nameIn(taskStatuses, s);
+export const requestStatusName = (s: RequestStatus) => nameIn(requestStatuses, s);
+export const requestKindName = (k: RequestKind) => nameIn(requestKinds, k);
+export const permissionModeName = (m: PermissionMode) => nameIn(permissionModes, m);
+export const memberRoleName = (r: MemberRole) =>
+  r === MemberRole.LEAD ? "lead" : r === MemberRole.TEAMMATE ? "teammate" : "unspecified";
+export const memberStatusName = (s: MemberStatus) =>
+  s === MemberStatus.ACTIVE ? "active" : s === MemberStatus.STOPPED ? "stopped" : "unspecified";

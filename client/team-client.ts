@@ -1,0 +1,243 @@
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import { type Client, createClient } from "@connectrpc/connect";
+import { MemberRole } from "../gen/team/v1/enums_pb.js";
+import type { Member, RequestRecord } from "../gen/team/v1/records_pb.js";
+import {
+  type AddMemberResponse,
+  type CreateTeamResponse,
+  type ListRequestsResponse,
+  type ReadInboxResponse,
+  type SendResponse,
+  TeamService,
+} from "../gen/team/v1/team_service_pb.js";
+import { createInbox, type Inbox, type InboxOptions } from "./inbox.js";
+import {
+  type MessageInit,
+  planRequestMessage,
+  planResponseMessage,
+  shutdownRequestMessage,
+  shutdownResponseMessage,
+  type TaskReport,
+  taskNotificationMessage,
+  textMessage,
+} from "./messages.js";
+import {
+  type PermissionModeName,
+  permissionModeOf,
+  type RequestKindName,
+  type RequestStatusName,
+  requestKindOf,
+  requestStatusOf,
+} from "./names.js";
+import { createTeamTransport, type TransportOptions } from "./transport.js";
+
+export interface TeamClientOptions extends TransportOptions {
+  /** Deadline of each unary call. Default 30 s. */
+  timeoutMs?: number;
+}
+
+export interface SendOptions {
+  /** Idempotency key: a retried send with the same key stores nothing new. */
+  messageId?: string;
+}
+
+export interface RequestOptions extends SendOptions {
+  /** Time the addressee has to answer (1 s to 7 days); default: the server's per kind. */
+  ttlMs?: number;
+}
+
+export interface RequestFilter {
+  status?: RequestStatusName;
+  kind?: RequestKindName;
+  /** Only requests this member sent or must answer. */
+  party?: string;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+/** The whole service for one member (or, without a token, for creating teams). */
+export interface TeamClient {
+  readonly baseUrl: string;
+  /** The generated client over the same transport, for anything the helpers leave out. */
+  readonly rpc: Client<typeof TeamService>;
+  /** The same server and protocol, as another member. */
+  withToken(token: string): TeamClient;
+
+  /** Creates a team; the response holds the lead's token (shown once). */
+  createTeam(
+    team: string,
+    options?: { leadName?: string; leadPermissionMode?: PermissionModeName },
+  ): Promise<CreateTeamResponse>;
+  addMember(name: string): Promise<AddMemberResponse>;
+  removeMember(name: string): Promise<Member>;
+  members(): Promise<Member[]>;
+  /** The lead's name (looked up once). Answers and reports go to the lead. */
+  leadName(): Promise<string>;
+
+  send(to: string, message: MessageInit, options?: RequestOptions): Promise<SendResponse>;
+  sendText(to: string, text: string, options?: SendOptions): Promise<SendResponse>;
+  /** Text to every other active member. */
+  broadcast(text: string, options?: SendOptions): Promise<SendResponse>;
+
+  /** Lead: asks a teammate to stop. The response's requestId is what the answer carries. */
+  requestShutdown(
+    member: string,
+    options?: RequestOptions & { reason?: string },
+  ): Promise<SendResponse>;
+  /** Teammate: agrees to stop. The server stops the member once the lead has the answer. */
+  approveShutdown(requestId: string, options?: SendOptions): Promise<SendResponse>;
+  /** Teammate: keeps working; the reason is required. */
+  rejectShutdown(requestId: string, reason: string, options?: SendOptions): Promise<SendResponse>;
+  /** Teammate: asks the lead to approve a plan. */
+  submitPlan(plan: string, options?: RequestOptions): Promise<SendResponse>;
+  /** Lead: approves; the teammate inherits the lead's permission mode. */
+  approvePlan(
+    requestId: string,
+    options?: SendOptions & { feedback?: string; to?: string },
+  ): Promise<SendResponse>;
+  /** Lead: rejects with feedback (blank: "Plan needs revision"). */
+  rejectPlan(
+    requestId: string,
+    feedback?: string,
+    options?: SendOptions & { to?: string },
+  ): Promise<SendResponse>;
+  /** Worker: tells the lead how a task ended. */
+  notifyTask(report: TaskReport, options?: SendOptions): Promise<SendResponse>;
+
+  getRequest(requestId: string): Promise<RequestRecord>;
+  /** Newest first; the lead sees the team's requests, others their own. */
+  listRequests(filter?: RequestFilter): Promise<ListRequestsResponse>;
+  /** Waits until the request leaves pending, or `timeoutMs` (default 60 s) passes. */
+  awaitRequest(requestId: string, options?: { timeoutMs?: number }): Promise<RequestRecord>;
+  /** Requester: withdraws a pending request. */
+  cancelRequest(requestId: string): Promise<RequestRecord>;
+
+  /** One read of the inbox (after the ack cursor unless `afterSeq`); `ack` drains. */
+  readInbox(options?: {
+    afterSeq?: bigint | number;
+    limit?: number;
+    ack?: boolean;
+  }): Promise<ReadInboxResponse>;
+  /** Marks the inbox consumed up to `seq`; returns the cursor. */
+  ack(seq: bigint | number): Promise<bigint>;
+  /** The live inbox as an async iterator that survives disconnects (see inbox.ts). */
+  inbox(options?: InboxOptions): Inbox;
+}
+
+export function createTeamClient(options: TeamClientOptions): TeamClient {
+  const rpc = createClient(TeamService, createTeamTransport(options));
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const call = { timeoutMs };
+  let lead: Promise<string> | undefined;
+
+  const self: TeamClient = {
+    baseUrl: options.baseUrl,
+    rpc,
+    withToken: (token) => createTeamClient({ ...options, token }),
+
+    createTeam: (team, o = {}) =>
+      rpc.createTeam(
+        {
+          team,
+          leadName: o.leadName ?? "",
+          ...(o.leadPermissionMode
+            ? { leadPermissionMode: permissionModeOf(o.leadPermissionMode) }
+            : {}),
+        },
+        call,
+      ),
+    addMember: (name) => rpc.addMember({ name }, call),
+    removeMember: async (name) => required((await rpc.removeMember({ name }, call)).member),
+    members: async () => (await rpc.listMembers({}, call)).members,
+    leadName() {
+      lead ??= self.members().then((all) => {
+        const found = all.find((m) => m.role === MemberRole.LEAD);
+        if (!found) throw new Error("the team has no lead");
+        return found.name;
+      });
+      // A failed lookup (server down) is tried again next time.
+      lead.catch(() => {
+        lead = undefined;
+      });
+      return lead;
+    },
+
+    send: (to, message, o = {}) =>
+      rpc.send(
+        {
+          to,
+          message,
+          messageId: o.messageId ?? "",
+          ...(o.ttlMs !== undefined ? { ttl: durationFromMs(o.ttlMs) } : {}),
+        },
+        call,
+      ),
+    sendText: (to, text, o) => self.send(to, textMessage(text), o),
+    broadcast: (text, o) => self.send("*", textMessage(text), o),
+
+    requestShutdown: (member, o = {}) =>
+      self.send(member, shutdownRequestMessage(o.reason ?? ""), o),
+    approveShutdown: async (requestId, o) =>
+      self.send(await self.leadName(), shutdownResponseMessage(requestId, true), o),
+    rejectShutdown: async (requestId, reason, o) =>
+      self.send(await self.leadName(), shutdownResponseMessage(requestId, false, reason), o),
+    submitPlan: async (plan, o) => self.send(await self.leadName(), planRequestMessage(plan), o),
+    approvePlan: async (requestId, o = {}) =>
+      self.send(
+        o.to ?? (await self.getRequest(requestId)).from,
+        planResponseMessage(requestId, true, o.feedback ?? ""),
+        o,
+      ),
+    rejectPlan: async (requestId, feedback = "", o = {}) =>
+      self.send(
+        o.to ?? (await self.getRequest(requestId)).from,
+        planResponseMessage(requestId, false, feedback),
+        o,
+      ),
+    notifyTask: async (report, o) =>
+      self.send(await self.leadName(), taskNotificationMessage(report), o),
+
+    getRequest: async (requestId) => required((await rpc.getRequest({ requestId }, call)).request),
+    listRequests: (f = {}) =>
+      rpc.listRequests(
+        {
+          ...(f.status ? { status: requestStatusOf(f.status) } : {}),
+          ...(f.kind ? { kind: requestKindOf(f.kind) } : {}),
+          party: f.party ?? "",
+          pageSize: f.pageSize ?? 0,
+          pageToken: f.pageToken ?? "",
+        },
+        call,
+      ),
+    async awaitRequest(requestId, o = {}) {
+      const waitMs = o.timeoutMs ?? 60_000;
+      // The server answers at `timeout`; the call's own deadline leaves it room to.
+      const res = await rpc.awaitRequest(
+        { requestId, timeout: durationFromMs(waitMs) },
+        { timeoutMs: waitMs + timeoutMs },
+      );
+      return required(res.request);
+    },
+    cancelRequest: async (requestId) =>
+      required((await rpc.cancelRequest({ requestId }, call)).request),
+
+    readInbox: (o = {}) =>
+      rpc.readInbox(
+        {
+          ...(o.afterSeq !== undefined ? { afterSeq: BigInt(o.afterSeq) } : {}),
+          limit: o.limit ?? 0,
+          ack: o.ack ?? false,
+        },
+        call,
+      ),
+    ack: async (seq) => (await rpc.ack({ seq: BigInt(seq) }, call)).ackedSeq,
+    inbox: (o) => createInbox(rpc, o),
+  };
+  return self;
+}
+
+/** The server always sets these fields; a missing one is a broken server, not a refusal. */
+function required<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error("the server's response lacks a required field");
+  return value;
+}
