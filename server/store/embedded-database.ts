@@ -1,6 +1,6 @@
 import { mkdir } from "node:fs/promises";
 import { PGlite, type Transaction, types } from "@electric-sql/pglite";
-import lockfile from "proper-lockfile";
+import { lockDataDir } from "./data-dir-lock.js";
 import type { Database } from "./database.js";
 
 export interface EmbeddedDatabaseOptions {
@@ -20,15 +20,7 @@ export async function openEmbeddedDatabase(options: EmbeddedDatabaseOptions): Pr
   let release: (() => Promise<void>) | undefined;
   if (options.dataDir !== undefined) {
     await mkdir(options.dataDir, { recursive: true });
-    try {
-      release = await lockfile.lock(options.dataDir, { stale: 15_000, update: 5_000 });
-    } catch (err) {
-      throw new Error(
-        `data directory ${options.dataDir} is in use by another team-protocols process ` +
-          `(lock ${options.dataDir}.lock); stop it or set DATA_DIR to another folder`,
-        { cause: err },
-      );
-    }
+    release = await lockDataDir(options.dataDir);
   }
   let db: PGlite;
   try {
