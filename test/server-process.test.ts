@@ -167,6 +167,24 @@ describe("the server as a process", () => {
     expectCleanStop(first, await stopServer(first));
   }, 60_000);
 
+  it("after kill -9 on the embedded database, a new server starts at once and every acknowledged send is there", async () => {
+    const dataDir = await tempDataDir();
+    const first = await startServer({ DATA_DIR: dataDir });
+    const created = await client(first.url).createTeam({ team: "crash" });
+    const lead = client(first.url, created.token);
+    const added = await lead.addMember({ name: "worker" });
+    for (let i = 1; i <= 20; i++) await lead.send({ to: "worker", message: text(`m${i}`) });
+    expect(await stopServer(first, "SIGKILL")).toEqual({ code: null, signal: "SIGKILL" });
+
+    // The dead holder's lock is taken over at once, not after it goes stale.
+    const second = await startServer({ DATA_DIR: dataDir });
+    const read = await client(second.url, added.token).readInbox({ limit: 100 });
+    expect(read.envelopes.map((e) => e.message?.kind.value)).toEqual(
+      Array.from({ length: 20 }, (_, i) => `m${i + 1}`),
+    );
+    await stopServer(second);
+  }, 60_000);
+
   it("SIGTERM during a burst of Sends: every call ends, and every acknowledged message is durable", async () => {
     const dataDir = await tempDataDir();
     const first = await startServer({ DATA_DIR: dataDir });
