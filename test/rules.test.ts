@@ -85,3 +85,32 @@ describeEachDatabase("rules: size-shape and server-only", (env) => {
     expect((await t.lead.send({ to: "alice", message: text("still up") })).seq).toBe(1n);
   });
 });
+
+describeEachDatabase("rules: values the database cannot hold", (env) => {
+  it("refuses a message_id with control characters and seqs beyond bigint, without Internal", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    const huge = 2n ** 63n;
+    const cases: [() => Promise<unknown>, string][] = [
+      [() => t.lead.send({ to: "alice", message: text("x"), messageId: "a\u0000b" }), "message_id"],
+      [
+        () => t.lead.send({ to: "alice", message: text("x"), messageId: "tab\there" }),
+        "message_id",
+      ],
+      [() => alice.ack({ seq: huge }), "seq"],
+      [() => alice.readInbox({ afterSeq: huge }), "after_seq"],
+      [
+        async () => {
+          for await (const _ of alice.subscribe({ afterSeq: huge })) break;
+        },
+        "after_seq",
+      ],
+    ];
+    for (const [call, field] of cases) {
+      const r = await refused(call);
+      expect(r.code).toBe(Code.InvalidArgument);
+      expect(r.detail).toMatchObject({ rule: "size-shape", field });
+    }
+    expect((await alice.readInbox({})).envelopes).toHaveLength(0);
+  });
+});

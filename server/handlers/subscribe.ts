@@ -6,7 +6,9 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
+import { RuleViolationError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
+import { MAX_SEQ } from "../interceptors/rules.js";
 import { responseCutKey } from "../slow-consumer-guard.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition, readInbox } from "../store/inbox.js";
@@ -39,6 +41,15 @@ export function subscribeHandler(
   return {
     async *subscribe(req, ctx) {
       const caller = requireCaller(ctx.values);
+      // Streams do not pass the rules interceptor (it reads unary requests): checked here.
+      if (req.afterSeq !== undefined && req.afterSeq > MAX_SEQ) {
+        throw new RuleViolationError(
+          "size-shape",
+          "invalid-argument",
+          `after_seq is larger than ${MAX_SEQ}`,
+          "after_seq",
+        );
+      }
       const subscription = hub.open(caller.id, ctx.signal);
       // Also released when the server cuts a client that stopped reading: the generator
       // may then be stuck in a write that never settles, but the hub forgets it at once.

@@ -58,6 +58,8 @@ export const MAX_NOTE_BYTES = 16 * 1024;
 /** A task's result may be long (it is what the lead reads). */
 export const MAX_RESULT_BYTES = 256 * 1024;
 export const MIN_TTL_MS = 1_000;
+/** Seqs are PostgreSQL bigints: a uint64 above this cannot name a message. */
+export const MAX_SEQ = 9_223_372_036_854_775_807n;
 export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
 const REQUEST_ID = /^req_[A-Za-z0-9_-]{22}$/;
 
@@ -170,6 +172,10 @@ const sizeShape: Rule = {
           field: "message_id",
         };
       }
+      // PostgreSQL text cannot hold U+0000; other control characters are no better as keys.
+      if (/\p{Cc}/u.test(request.messageId)) {
+        return { sentence: "message_id contains control characters", field: "message_id" };
+      }
       const kind = request.message?.kind;
       if (kind?.case === undefined) {
         return {
@@ -201,6 +207,12 @@ const sizeShape: Rule = {
           field: "request_id",
         };
       }
+    }
+    if (method === M.ack && request.seq > MAX_SEQ) {
+      return { sentence: `seq is larger than ${MAX_SEQ}`, field: "seq" };
+    }
+    if (method === M.readInbox && request.afterSeq !== undefined && request.afterSeq > MAX_SEQ) {
+      return { sentence: `after_seq is larger than ${MAX_SEQ}`, field: "after_seq" };
     }
     if (method === M.listRequests && request.party !== "") {
       return nameViolation(request.party, "party", "party");
