@@ -126,7 +126,8 @@ export interface TeamClient {
 
 export function createTeamClient(options: TeamClientOptions): TeamClient {
   const rpc = createClient(TeamService, createTeamTransport(options));
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  // Whole milliseconds: connect-node sends a fraction as-is, which servers refuse.
+  const timeoutMs = Math.ceil(options.timeoutMs ?? 30_000);
   const call = { timeoutMs };
   let lead: Promise<string> | undefined;
 
@@ -210,7 +211,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
         call,
       ),
     async awaitRequest(requestId, o = {}) {
-      const waitMs = o.timeoutMs ?? 60_000;
+      const waitMs = Math.ceil(o.timeoutMs ?? 60_000);
       // The server answers at `timeout`; the call's own deadline leaves it room to.
       const res = await rpc.awaitRequest(
         { requestId, timeout: durationFromMs(waitMs) },

@@ -53,6 +53,13 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     const client = await pool.connect();
     const tx: Queryable = { query: (sql, params) => run(client, sql, params) };
     let broken = false;
+    // pg-pool stops listening for a client's errors while it is checked out: a connection
+    // lost mid-transaction (PostgreSQL restarting) would otherwise be an unhandled 'error'
+    // event and end the process. The query in flight fails on its own; mark the client.
+    const onError = () => {
+      broken = true;
+    };
+    client.on("error", onError);
     try {
       await client.query("BEGIN");
       const result = await fn(tx);
@@ -66,6 +73,7 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
       }
       throw err;
     } finally {
+      client.removeListener("error", onError);
       client.release(broken);
     }
   };
