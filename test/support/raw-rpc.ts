@@ -206,9 +206,9 @@ export class H2Client {
       s.on("end", () => {
         finish(false);
         // The server may answer before reading the whole body (an oversized message): stop
-        // sending, as a real client does, or the unsent bytes pile up in this session until
-        // it refuses new streams (ENHANCE_YOUR_CALM, from the client's own memory limit).
-        if (!s.closed) s.close(http2.constants.NGHTTP2_CANCEL);
+        // sending, as a real client does. Only then: a reset after every call would trip
+        // the server's rapid-reset protection (nghttp2: GOAWAY INTERNAL_ERROR after ~1000).
+        if (!s.closed && !s.writableFinished) s.close(http2.constants.NGHTTP2_CANCEL);
       });
       s.on("close", () => {
         // A stream reset by the server before it finished answering: that is a dropped call.
