@@ -2,7 +2,9 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
+import { capGrpcMessage } from "./grpc-message-cap.js";
 import type { Logger } from "./logger.js";
+import { reportParseErrorsAsInvalidArgument } from "./parse-error-codes.js";
 import { guardSlowConsumer } from "./slow-consumer-guard.js";
 
 type Handler = (
@@ -60,6 +62,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       inFlight--;
       if (inFlight === 0) drained?.();
     });
+    capGrpcMessage(res);
+    reportParseErrorsAsInvalidArgument(res);
     guardSlowConsumer(req, res, slowConsumerMs, (stalledMs) =>
       logger.warn(
         { event: "slow_consumer_cut", path: req.url, stalledMs },

@@ -79,43 +79,7 @@ interface KnownBug {
   matches(c: FuzzCase, v: { code: Code; message: string }, request: unknown): boolean;
 }
 
-const KNOWN_BUGS: KnownBug[] = [
-  {
-    // connect-es parses protobuf before any interceptor and maps a parse failure to Internal
-    // (@connectrpc/connect dist/esm/protocol/serialization.js:96); connect-go says
-    // InvalidArgument. Every truncated / bit-flipped / invalid-UTF-8 protobuf body hits it.
-    id: "K1 unparseable protobuf -> Internal",
-    matches: (c, v) =>
-      v.code === Code.Internal &&
-      v.message.startsWith("parse binary:") &&
-      !/json/.test(c.headers["content-type"] ?? "") &&
-      (c.payload === undefined || !decodes(c.method, c.payload.bytes, true)),
-  },
-  {
-    // An envelope with the compressed flag and no grpc-encoding / connect-content-encoding:
-    // connect-es answers Internal (protocol/envelope.js:169), as grpc-go does.
-    id: "K2 compressed flag without encoding -> Internal",
-    matches: (c, v) =>
-      v.code === Code.Internal &&
-      v.message === "received compressed envelope, but do not know how to decompress" &&
-      c.notes.includes("frame: compressed-no-encoding"),
-  },
-  {
-    // A compressed body that does not decompress: garbage gzip is InvalidArgument, but a
-    // truncated gzip stream or garbage brotli is Internal "decompression failed"
-    // (@connectrpc/connect-node dist/esm/compression.js:74 maps every zlib error but
-    // Z_DATA_ERROR to Internal).
-    id: "K6 truncated gzip / garbage brotli body -> Internal",
-    matches: (c, v) =>
-      v.code === Code.Internal &&
-      v.message === "decompression failed" &&
-      c.notes.some((n) =>
-        /content-encoding (gzip-truncated|br)|frame: (compressed-truncated|unknown-encoding)/.test(
-          n,
-        ),
-      ),
-  },
-];
+const KNOWN_BUGS: KnownBug[] = [];
 
 /**
  * K7: a gRPC call whose error message is huge. connect-es echoes the offending JSON value in
@@ -128,10 +92,13 @@ const KNOWN_BUGS: KnownBug[] = [
  * the megabyte of error is still in flight, and the client gets a reset instead ("response
  * aborted"). Needs no valid token (parsing comes first).
  */
+// Over gRPC (HTTP/2 and HTTP/1.1) the server now caps grpc-message at 1 KiB
+// (server/grpc-message-cap.ts), and those cases must pass; the gRPC-Web case, whose error
+// travels in the body, is still tolerated.
 const mayHitK7 = (c: FuzzCase) =>
   /json/.test(c.headers["content-type"] ?? "") &&
-  (((c.transport === "grpc-h2" || c.transport === "grpc-h1") && c.body.length > 12_000) ||
-    (c.transport === "grpc-web-h1" && c.body.length > 1024 * 1024));
+  c.transport === "grpc-web-h1" &&
+  c.body.length > 1024 * 1024;
 const isK7 = (c: FuzzCase, o: RawOutcome) =>
   mayHitK7(c) &&
   o.kind === "transport-failure" &&
@@ -147,10 +114,6 @@ const knownLoggedError = (e: (typeof serverErrors)[number]) =>
   );
 
 // ---------------------------------------------------------------------------------------
-
-function decodes(method: DescMethod, bytes: Buffer, binary: boolean): boolean {
-  return decodeRequest(method, bytes, binary) !== undefined;
-}
 
 function decodeRequest(method: DescMethod, bytes: Buffer, binary: boolean): unknown {
   try {
@@ -742,7 +705,7 @@ describeEachDatabase(
       expect((await client.listMembers({})).members.length).toBeGreaterThan(0);
     });
 
-    it.fails("K6: a truncated gzip body is refused without Internal (today: Internal 'decompression failed')", async () => {
+    it("K6: a truncated gzip body is refused with InvalidArgument, not Internal (server/parse-error-codes.ts)", async () => {
       const gz = gzipSync(Buffer.from('{"name":"someone"}'));
       const cut = gz.subarray(0, gz.length - 8);
       expectTypedRefusal(
@@ -757,7 +720,7 @@ describeEachDatabase(
       );
     });
 
-    it.fails("K7: a gRPC call whose error message exceeds 64 KiB gets its error, and the HTTP/2 connection survives (today: FRAME_SIZE_ERROR, connection destroyed)", async () => {
+    it("K7: a gRPC call whose error message exceeds 64 KiB gets its error, and the HTTP/2 connection survives (grpc-message is capped)", async () => {
       // No valid token needed: the JSON is parsed before authentication.
       const conn = new H2Client(env().server.url);
       try {
@@ -777,7 +740,7 @@ describeEachDatabase(
       }
     });
 
-    it.fails("K7 over HTTP/1.1: a gRPC error message over 16 KiB still makes a readable response (today: the client's parser fails, 'Header overflow')", async () => {
+    it("K7 over HTTP/1.1: a gRPC error message over 16 KiB still makes a readable response (grpc-message is capped)", async () => {
       const o = await h1Request(env().server.url, false, {
         path: `/${TeamService.typeName}/${M.ack.name}`,
         headers: { "content-type": "application/grpc+json", te: "trailers" },
@@ -787,7 +750,7 @@ describeEachDatabase(
       expect(o.kind, o.kind === "transport-failure" ? o.reason : "").toBe("response");
     });
 
-    it.fails("K1: a protobuf body that does not parse is refused without Internal (today: Internal 'parse binary: premature EOF')", async () => {
+    it("K1: a protobuf body that does not parse is refused with InvalidArgument, not Internal (server/parse-error-codes.ts)", async () => {
       // Two bytes: field 1 (string) claiming 16 bytes, none there. Any truncated or
       // bit-flipped protobuf, or invalid UTF-8 in a string field, gets the same answer.
       const body = Buffer.from([0x0a, 0x10]);
@@ -795,7 +758,7 @@ describeEachDatabase(
       expectTypedRefusal(await rawCall(M.addMember, "application/grpc", envelope(0, body)), "gRPC");
     });
 
-    it.fails("K2: a gRPC envelope with the compressed flag and no grpc-encoding is refused without Internal (today: Internal)", async () => {
+    it("K2: a gRPC envelope with the compressed flag and no grpc-encoding is refused with InvalidArgument, not Internal", async () => {
       const v = await rawCall(M.listMembers, "application/grpc", envelope(1, Buffer.alloc(0)));
       expectTypedRefusal(v, "gRPC compressed flag, no encoding");
     });
