@@ -1,0 +1,132 @@
+/**
+ * How big each scenario is. `full` is the documented run; `smoke` exercises every code path
+ * with tiny counts (the whole run well under a minute) so CI keeps the bench working.
+ * Every scenario has a count bound here and a time budget (budgetMs) it cannot exceed.
+ */
+export interface Profile {
+  name: "full" | "smoke";
+  /** Concurrent senders (throughput) and connections (baseline loops), the same set. */
+  concurrency: number[];
+  latency: {
+    ratesPerSec: number[];
+    /** Sent at the rate but not recorded: JIT, pools and caches warm up here. */
+    warmupSec: number;
+    measureSec: number;
+    /** Messages go round-robin to this many live subscribers. */
+    receivers: number;
+    sendConnections: number;
+    /** How long after the last send a late delivery is still waited for. */
+    drainMs: number;
+    /** Sends awaiting their response; beyond it the rate is unsustainable and the run stops. */
+    maxInFlight: number;
+    budgetMs: number;
+  };
+  throughput: {
+    warmupSec: number;
+    measureSec: number;
+    /** Inboxes the spread pattern writes to (also the most senders there can be). */
+    inboxes: number;
+    maxConnections: number;
+    budgetMs: number;
+  };
+  fanout: {
+    subscribers: number;
+    connections: number;
+    rounds: number;
+    roundTimeoutMs: number;
+    budgetMs: number;
+  };
+  protocol: { rounds: number; roundTimeoutMs: number; budgetMs: number };
+  memory: {
+    /** Open idle streams at each measurement. */
+    levels: number[];
+    /** Streams opened (and kept) before the first reading, so warm-up is not counted. */
+    warmupStreams: number;
+    connections: number;
+    /** Streams opened at a time (a burst would inflate RSS with transient buffers). */
+    openChunk: number;
+    settleMs: number;
+    budgetMs: number;
+  };
+  baseline: {
+    warmupSec: number;
+    measureSec: number;
+    /** Rows of the one-commit batch that fan-out is compared with. */
+    batchRows: number;
+    batchRepeats: number;
+    budgetMs: number;
+  };
+}
+
+export const FULL: Profile = {
+  name: "full",
+  concurrency: [1, 8, 64],
+  latency: {
+    ratesPerSec: [100, 1_000, 5_000],
+    warmupSec: 2,
+    measureSec: 10,
+    receivers: 16,
+    sendConnections: 4,
+    drainMs: 20_000,
+    maxInFlight: 2_000,
+    budgetMs: 180_000,
+  },
+  throughput: { warmupSec: 1, measureSec: 5, inboxes: 64, maxConnections: 8, budgetMs: 120_000 },
+  fanout: {
+    subscribers: 1_000,
+    connections: 8,
+    rounds: 7,
+    roundTimeoutMs: 10_000,
+    budgetMs: 180_000,
+  },
+  protocol: { rounds: 100, roundTimeoutMs: 5_000, budgetMs: 120_000 },
+  memory: {
+    levels: [1_000, 10_000],
+    warmupStreams: 100,
+    connections: 20,
+    openChunk: 500,
+    settleMs: 3_000,
+    budgetMs: 420_000,
+  },
+  baseline: { warmupSec: 1, measureSec: 5, batchRows: 1_000, batchRepeats: 7, budgetMs: 120_000 },
+};
+
+export const SMOKE: Profile = {
+  name: "smoke",
+  concurrency: [1, 8, 64],
+  latency: {
+    // 1,000/s is kept so the smoke report has every targeted figure (the full run's shape).
+    ratesPerSec: [100, 1_000],
+    warmupSec: 0.2,
+    measureSec: 0.3,
+    receivers: 4,
+    sendConnections: 2,
+    drainMs: 5_000,
+    maxInFlight: 500,
+    budgetMs: 20_000,
+  },
+  throughput: {
+    warmupSec: 0.1,
+    measureSec: 0.3,
+    inboxes: 64,
+    maxConnections: 4,
+    budgetMs: 20_000,
+  },
+  fanout: { subscribers: 50, connections: 2, rounds: 2, roundTimeoutMs: 5_000, budgetMs: 20_000 },
+  protocol: { rounds: 5, roundTimeoutMs: 5_000, budgetMs: 15_000 },
+  memory: {
+    levels: [50, 200],
+    warmupStreams: 10,
+    connections: 4,
+    openChunk: 100,
+    settleMs: 200,
+    budgetMs: 30_000,
+  },
+  baseline: {
+    warmupSec: 0.1,
+    measureSec: 0.3,
+    batchRows: 1_000,
+    batchRepeats: 2,
+    budgetMs: 15_000,
+  },
+};

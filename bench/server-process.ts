@@ -1,0 +1,169 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const START_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 20_000;
+
+// The server reads these; the bench sets them itself so the caller's shell cannot skew a run.
+const SERVER_ENV = [
+  "HOST",
+  "PORT",
+  "DATABASE_URL",
+  "DATA_DIR",
+  "TEAM_ADMIN_TOKEN",
+  "HEARTBEAT_INTERVAL_MS",
+  "SHUTDOWN_TTL_MS",
+  "PLAN_APPROVAL_TTL_MS",
+  "SHUTDOWN_GRACE_MS",
+  "DB_POOL_SIZE",
+  "LOG_LEVEL",
+];
+
+/** The real server (`server/main.ts`) as a child process: its own event loop and heap. */
+export interface BenchServer {
+  readonly url: string;
+  readonly pid: number;
+  /** Resident set size of the server process now. */
+  rssBytes(): Promise<number>;
+  /** CPU time (user + system) the server process has used so far; undefined off Linux. */
+  cpuMs(): Promise<number | undefined>;
+  /** After a full GC, process.memoryUsage() in the server (needs `probe`, see server-probe.ts). */
+  memoryAfterGc(): Promise<NodeJS.MemoryUsage>;
+  /** SIGTERM, then SIGKILL if it has not exited in time. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the server on a port of its own choosing (PORT=0) and learns the URL from its
+ * start log line, so there is no window in which another process can take the port.
+ */
+export async function startBenchServer(
+  env: Record<string, string>,
+  options: { probe?: boolean; cpuProfileDir?: string | undefined } = {},
+): Promise<BenchServer> {
+  const base = { ...process.env };
+  for (const name of SERVER_ENV) delete base[name];
+  const probe = options.probe ? ["--expose-gc", "--import", "./bench/server-probe.ts"] : [];
+  // V8's sampling profiler, written when the server exits (it exits cleanly on SIGTERM): one
+  // file per thread, CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile (tsx has a loader thread).
+  const profile = options.cpuProfileDir
+    ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`]
+    : [];
+  const args = ["--import", "tsx", ...probe, ...profile, "server/main.ts"];
+  const child = spawn(process.execPath, args, {
+    cwd: repoRoot,
+    env: { ...base, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<void>((resolve) => {
+    child.once("exit", () => resolve());
+    child.once("error", () => resolve());
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => fail("no start line"), START_TIMEOUT_MS);
+    function fail(why: string) {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(new Error(`server did not start (${why}); output:\n${output.slice(-4000)}`));
+    }
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+    });
+    child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+      const start = /"event":"start".*?"url":"([^"]+)"/.exec(output);
+      if (start?.[1]) {
+        clearTimeout(timer);
+        resolve(start[1]);
+      }
+    });
+    void exited.then(() => fail(`exited with ${child.exitCode ?? child.signalCode}`));
+  });
+  // Keep only a tail of the log: an error at stop is worth showing, a long run's log is not.
+  // Whole lines are scanned for the probe's answers.
+  const probeWaiters: ((usage: NodeJS.MemoryUsage) => void)[] = [];
+  let partial = "";
+  child.stdout?.on("data", (chunk: string) => {
+    if (output.length > 64_000) output = output.slice(-16_000);
+    const lines = (partial + chunk).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.includes('"event":"bench_memory"')) probeWaiters.shift()?.(JSON.parse(line));
+    }
+  });
+  const pid = child.pid as number;
+  let stopping: Promise<void> | undefined;
+  return {
+    url,
+    pid,
+    rssBytes: () => rssOf(pid),
+    cpuMs: () => cpuOf(pid),
+    memoryAfterGc() {
+      if (!options.probe) return Promise.reject(new Error("server started without the probe"));
+      const answer = new Promise<NodeJS.MemoryUsage>((resolve, reject) => {
+        const waiter = (usage: NodeJS.MemoryUsage) => {
+          clearTimeout(timer);
+          resolve(usage);
+        };
+        const timer = setTimeout(() => {
+          probeWaiters.splice(probeWaiters.indexOf(waiter), 1);
+          reject(new Error("no answer from the probe"));
+        }, 10_000);
+        probeWaiters.push(waiter);
+      });
+      child.kill("SIGUSR2");
+      return answer;
+    },
+    stop() {
+      stopping ??= stopChild(child, exited);
+      return stopping;
+    },
+  };
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => {
+    timer = setTimeout(() => resolve("late"), STOP_TIMEOUT_MS);
+  });
+  const result = await Promise.race([exited.then(() => "exited" as const), late]);
+  clearTimeout(timer);
+  if (result === "late") {
+    child.kill("SIGKILL");
+    await exited;
+  }
+}
+
+/** RSS from /proc (Linux); elsewhere from ps, which reports KiB. */
+async function rssOf(pid: number): Promise<number> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, "utf8");
+    const kib = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+    if (kib) return Number(kib) * 1024;
+  } catch {
+    // not Linux: fall through to ps
+  }
+  const { stdout } = await promisify(execFile)("ps", ["-o", "rss=", "-p", String(pid)]);
+  return Number(stdout.trim()) * 1024;
+}
+
+// /proc/<pid>/stat counts CPU time in clock ticks, which are 100 per second on Linux.
+const TICKS_PER_SECOND = 100;
+
+async function cpuOf(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command name (which may hold spaces) start at ") ".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime
+    return (ticks * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
