@@ -23,8 +23,20 @@ const codeOf: Record<Refusal, Code> = {
  * reached becomes Unavailable; anything else is a bug: Internal, with a generic message on
  * the wire and the cause in the log.
  */
+// Node's stream errors when the client went away mid-call (aborted, connection dropped).
+const clientGoneCodes = new Set([
+  "ERR_STREAM_PREMATURE_CLOSE",
+  "ERR_STREAM_DESTROYED",
+  "ERR_HTTP2_INVALID_STREAM",
+  "ERR_HTTP2_STREAM_ERROR",
+  "ERR_STREAM_WRITE_AFTER_END",
+]);
+
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
+  if (clientGoneCodes.has((err as { code?: string } | null)?.code ?? "")) {
+    return new ConnectError("the client went away", Code.Canceled, undefined, undefined, err);
+  }
   if (err instanceof DomainError) {
     const details =
       err instanceof RuleViolationError
@@ -71,12 +83,21 @@ export function errorMappingInterceptor(logger: Logger): Interceptor {
   };
   return (next) => async (req) => {
     const method = `${req.service.typeName}/${req.method.name}`;
+    // A call the client abandoned ends in whatever error the dead stream raised: that is a
+    // cancellation, not a fault of ours.
+    const mapped = (err: unknown) =>
+      req.signal.aborted && !(err instanceof DomainError)
+        ? report(
+            method,
+            new ConnectError("the client went away", Code.Canceled, undefined, undefined, err),
+          )
+        : report(method, err);
     try {
       const res = await next(req);
       if (!res.stream) return res;
-      return { ...res, message: mapStreamErrors(res.message, (e) => report(method, e)) };
+      return { ...res, message: mapStreamErrors(res.message, mapped) };
     } catch (err) {
-      throw report(method, err);
+      throw mapped(err);
     }
   };
 }
