@@ -2,25 +2,14 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { configEnvNames } from "../server/config.js";
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 20_000;
 
 // The server reads these; the bench sets them itself so the caller's shell cannot skew a run.
-const SERVER_ENV = [
-  "HOST",
-  "PORT",
-  "DATABASE_URL",
-  "DATA_DIR",
-  "TEAM_ADMIN_TOKEN",
-  "HEARTBEAT_INTERVAL_MS",
-  "SHUTDOWN_TTL_MS",
-  "PLAN_APPROVAL_TTL_MS",
-  "SHUTDOWN_GRACE_MS",
-  "DB_POOL_SIZE",
-  "LOG_LEVEL",
-];
+const SERVER_ENV = configEnvNames();
 
 /** The real server (`server/main.ts`) as a child process: its own event loop and heap. */
 export interface BenchServer {

@@ -33,12 +33,36 @@ const positiveInt = (name: string) => wholeNumber(name);
 // Request deadlines stay within the bounds a per-request ttl may take.
 const ttl = (name: string) => wholeNumber(name, MIN_TTL_MS, MAX_TTL_MS);
 
+const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
+
 /**
  * Configuration from flags, then environment variables, then defaults (commander).
  * The admin token is read from the environment only, so it never shows in `ps`.
  */
 export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
-  const program = new Command("team-protocols")
+  const program = createProgram();
+  // commander reads process.env for .env(); give it the env we were handed.
+  const saved = process.env;
+  process.env = env;
+  try {
+    program.parse(argv, { from: "user" });
+  } finally {
+    process.env = saved;
+  }
+  return toConfig(program.opts(), env);
+}
+
+/**
+ * Every environment variable the server reads (the options' and TEAM_ADMIN_TOKEN), for
+ * tools that start a server and must not let the caller's shell leak into it.
+ */
+export function configEnvNames(): string[] {
+  const fromOptions = createProgram().options.flatMap((o) => (o.envVar ? [o.envVar] : []));
+  return [...fromOptions, ADMIN_TOKEN_ENV];
+}
+
+function createProgram(): Command {
+  return new Command("team-protocols")
     .description("Durable inboxes and server-enforced protocols for teams of AI agents.")
     .addOption(new Option("--host <host>", "address to listen on").env("HOST").default("127.0.0.1"))
     .addOption(
@@ -93,21 +117,16 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env
     .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
-  // commander reads process.env for .env(); give it the env we were handed.
-  const saved = process.env;
-  process.env = env;
-  try {
-    program.parse(argv, { from: "user" });
-  } finally {
-    process.env = saved;
-  }
-  const o = program.opts();
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: commander's opts() is untyped.
+function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
   return {
     host: o.host,
     port: o.port,
     databaseUrl: o.databaseUrl || undefined,
     dataDir: o.dataDir,
-    adminToken: env.TEAM_ADMIN_TOKEN || undefined,
+    adminToken: env[ADMIN_TOKEN_ENV] || undefined,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     shutdownTtlMs: o.shutdownTtlMs,
     planApprovalTtlMs: o.planApprovalTtlMs,

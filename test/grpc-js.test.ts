@@ -1,7 +1,7 @@
-import { spawn } from "node:child_process";
 import { expect, it } from "vitest";
 import { MemberStatus, RequestStatus } from "../gen/team/v1/enums_pb.js";
-import { repoRoot, waitFor, withTimeout } from "./support/child-server.js";
+import { spawnAgent } from "./support/agent-process.js";
+import { waitFor, withTimeout } from "./support/child-server.js";
 import { describeEachDatabase } from "./support/harness.js";
 import { inbox, shutdownRequest, text } from "./support/protocol-helpers.js";
 
@@ -9,37 +9,9 @@ const AGENT_TIMEOUT_MS = 20_000;
 
 /** Runs test/agents/grpc-js-agent.ts as its own process, as a teammate with `token`. */
 function startAgent(target: string, token: string) {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "test/agents/grpc-js-agent.ts", target],
-    {
-      cwd: repoRoot,
-      env: { ...process.env, TEAM_TOKEN: token },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (d: string) => {
-    stdout += d;
+  return spawnAgent(process.execPath, ["--import", "tsx", "test/agents/grpc-js-agent.ts", target], {
+    TEAM_TOKEN: token,
   });
-  child.stderr.setEncoding("utf8").on("data", (d: string) => {
-    stderr += d;
-  });
-  const exited = new Promise<number | null>((resolve) =>
-    child.once("exit", (code) => resolve(code)),
-  );
-  const events = () =>
-    stdout
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line) as Record<string, unknown>);
-  return {
-    exited,
-    events,
-    output: () => `${stdout}\n${stderr}`,
-    kill: () => child.kill("SIGKILL"),
-  };
 }
 
 describeEachDatabase("a grpc-js agent (proto-loader, no generated code)", (env) => {

@@ -5,6 +5,7 @@ import os from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, expect } from "vitest";
+import { configEnvNames } from "../../server/config.js";
 
 /**
  * The real server as a child process (`node --import tsx server/main.ts`), configured by
@@ -84,19 +85,7 @@ export async function tempDataDir(): Promise<string> {
 /** Spawns the server with a clean configuration environment plus `env`. */
 export function spawnServer(env: Record<string, string>): ServerProcess {
   const base = { ...process.env };
-  for (const name of [
-    "HOST",
-    "PORT",
-    "DATABASE_URL",
-    "DATA_DIR",
-    "TEAM_ADMIN_TOKEN",
-    "HEARTBEAT_INTERVAL_MS",
-    "SHUTDOWN_TTL_MS",
-    "PLAN_APPROVAL_TTL_MS",
-    "SHUTDOWN_GRACE_MS",
-    "DB_POOL_SIZE",
-    "LOG_LEVEL",
-  ]) {
+  for (const name of configEnvNames()) {
     delete base[name];
   }
   const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
