@@ -167,6 +167,11 @@ describe("health of the server process", () => {
       expect((await client.check({ service: TeamService.typeName })).status).toBe(
         Status.NOT_SERVING,
       );
+      // The log line travels over the child's stdout pipe, independently of the Watch
+      // stream, so it may be read a moment after the status arrives.
+      await waitFor("the db_unreachable log line", 5_000, () =>
+        server.events("db_unreachable").length > 0 ? true : undefined,
+      );
       expect(server.events("db_unreachable")).toHaveLength(1);
 
       await proxy.restore();
@@ -177,6 +182,9 @@ describe("health of the server process", () => {
         w.last() === Status.SERVING && w.statuses.length === 3 ? true : undefined,
       );
       expect(w.statuses).toEqual([Status.SERVING, Status.NOT_SERVING, Status.SERVING]);
+      await waitFor("the db_reachable log line", 5_000, () =>
+        server.events("db_reachable").length > 0 ? true : undefined,
+      );
       expect(server.events("db_reachable")).toHaveLength(1);
       // And the service itself works again.
       const teams = createClient(TeamService, createGrpcTransport({ baseUrl: server.url }));

@@ -103,7 +103,9 @@ export function spawnServer(env: Record<string, string>): ServerProcess {
     output += chunk;
   });
   const exited = new Promise<Exit>((resolve) => {
-    child.once("exit", (code, signal) => resolve({ code, signal }));
+    // "close", not "exit": it comes after stdout is drained, so the last log lines
+    // (the stop event) have been read by the time a test looks at them.
+    child.once("close", (code, signal) => resolve({ code, signal }));
     child.once("error", () => resolve({ code: null, signal: null }));
   });
   const logs = () =>
