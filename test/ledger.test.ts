@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -215,8 +216,11 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
     const replicas = new Replicas(env, endpoints, (line) =>
       faultLog.push(`${Date.now() - t0}ms ${line}`),
     );
+    let memorySampler: NodeJS.Timeout | undefined;
     try {
       await Promise.all([0, 1, 2].map((slot) => replicas.start(slot)));
+      // Memory is a figure the README reports: each replica's peak resident set.
+      memorySampler = setInterval(() => replicas.samplePeakMemory(), 500);
 
       // The team: every member sends and every member subscribes.
       const anon = createClient(TeamService, createGrpcTransport({ baseUrl: endpoints.url(0) }));
@@ -340,6 +344,8 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
       await sleep(300); // a late duplicate or stray envelope would show up here
       await Promise.all(subscribers.map((s) => s.stop()));
       await readHeads(); // unchanged, unless something was stored after traffic stopped
+      clearInterval(memorySampler);
+      replicas.samplePeakMemory();
 
       const report = checkLedger({ records, subscribers, heads, members: MEMBERS });
 
@@ -413,6 +419,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
         timeline: faultLog,
         serverInternalErrors: internal.length,
         replicaCrashes: replicas.crashes.length,
+        maxReplicaRssMiB: Math.round(replicas.peakRssBytes / 2 ** 20),
         violations: report.violations.length + tally.violations.length,
         trafficMs,
         catchUpMs,
@@ -430,6 +437,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
           `${faults.pgRestartsImmediate} immediate PostgreSQL restarts, ${faults.streamDrops} stream drops ` +
           `(${summary.faults.streamErrors} stream errors); lost = ${report.lost}, gaps = ${report.gaps}; ` +
           `${replicas.crashes.length} replica crashes; ` +
+          `max memory ${Math.round(replicas.peakRssBytes / 2 ** 20)} MiB per replica; ` +
           `${summary.totalMs} ms, seed ${seed}\n`,
       );
       await mergeResult("ledger", summary);
@@ -470,6 +478,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
 
       await replicas.stop();
     } finally {
+      clearInterval(memorySampler);
       replicas.halt(); // after a failure: restart nothing; the child-server helpers kill them
     }
   }, 120_000);
@@ -637,6 +646,8 @@ class Replicas {
   private readonly restarting: (Promise<void> | undefined)[] = [];
   private readonly killed = new Set<ServerProcess>();
   private stopping = false;
+  /** The highest resident set any replica reached (VmHWM), in bytes. */
+  peakRssBytes = 0;
 
   constructor(
     private readonly env: Record<string, string>,
@@ -681,8 +692,25 @@ class Replicas {
     });
   }
 
+  /**
+   * Reads each live replica's peak resident set (the kernel keeps the high-water mark, so
+   * reading it before a replica dies captures its whole life).
+   */
+  samplePeakMemory(): void {
+    for (const r of this.current) {
+      if (r?.child.pid === undefined || r.child.exitCode !== null || r.child.signalCode !== null)
+        continue;
+      try {
+        const status = readFileSync(`/proc/${r.child.pid}/status`, "utf8");
+        const kib = Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? 0);
+        this.peakRssBytes = Math.max(this.peakRssBytes, kib * 1024);
+      } catch {} // exited meanwhile; no /proc outside Linux
+    }
+  }
+
   async kill(slot: number, downMs: number, note: string): Promise<void> {
     await this.restarting[slot];
+    this.samplePeakMemory();
     const victim = this.current[slot] as ServerProcess & { url: string };
     this.killed.add(victim);
     victim.child.kill("SIGKILL");
@@ -707,6 +735,7 @@ class Replicas {
 
   async stop(): Promise<void> {
     await this.settle();
+    this.samplePeakMemory();
     this.stopping = true;
     await Promise.all(this.current.map((r) => stopServer(r)));
   }
