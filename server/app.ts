@@ -11,6 +11,7 @@ import { serveHealth } from "./health/health-service.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { authInterceptor } from "./interceptors/auth.js";
+import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { rulesInterceptor } from "./interceptors/rules.js";
 import type { Logger } from "./logger.js";
@@ -35,6 +36,12 @@ export interface AppOptions {
   adminToken?: string | undefined;
   /** Idle subscriptions get a heartbeat this often. Default 15 s. */
   heartbeatIntervalMs?: number;
+  /**
+   * How long an active member's token is trusted without a database look-up (revocations
+   * reach the cache at once; this bounds changes made by hand in SQL). 0 turns the cache
+   * off. Default 10 s.
+   */
+  callerCacheTtlMs?: number;
 }
 
 export interface App {
@@ -60,12 +67,18 @@ export interface App {
  */
 export function createApp(options: AppOptions): App {
   const { db, logger } = options;
+  const callers = createCallerCache({
+    ttlMs: options.callerCacheTtlMs ?? 10_000,
+    maxEntries: 10_000,
+  });
   // Local wake-ups, wrapped so that other server processes on the same database hear too.
   const bus = createClusterBus({
     db,
     hub: createInboxHub(),
     waiters: createRequestWaiters(),
     logger,
+    onMemberEnded: (id) => callers.forgetMember(id),
+    onMissedEvents: () => callers.clear(),
   });
   const { hub, waiters } = bus;
   const deps = { db, hub, waiters };
@@ -96,7 +109,7 @@ export function createApp(options: AppOptions): App {
         // Outermost first: errors of every later step are mapped; rules see the caller.
         interceptors: [
           errorMappingInterceptor(logger),
-          authInterceptor({ db, adminToken: options.adminToken }),
+          authInterceptor({ db, adminToken: options.adminToken, cache: callers }),
           rulesInterceptor(),
         ],
       });

@@ -13,6 +13,7 @@ export interface Config {
   planApprovalTtlMs: number;
   shutdownGraceMs: number;
   dbPoolSize: number;
+  callerCacheTtlMs: number;
   logLevel: string;
 }
 
@@ -114,6 +115,16 @@ function createProgram(): Command {
         .default(20)
         .argParser(positiveInt("DB_POOL_SIZE")),
     )
+    .addOption(
+      new Option(
+        "--caller-cache-ttl-ms <ms>",
+        "how long an active member's token is trusted without a database look-up " +
+          "(revocations take effect at once; 0: look up every call)",
+      )
+        .env("CALLER_CACHE_TTL_MS")
+        .default(10_000)
+        .argParser(positiveInt("CALLER_CACHE_TTL_MS")),
+    )
     .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -132,6 +143,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     planApprovalTtlMs: o.planApprovalTtlMs,
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
+    callerCacheTtlMs: o.callerCacheTtlMs,
     logLevel: o.logLevel,
   };
 }

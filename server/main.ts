@@ -21,6 +21,7 @@ export async function run(
     logger,
     adminToken: config.adminToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
+    callerCacheTtlMs: config.callerCacheTtlMs,
     protocols: {
       defaultTtlMs: { shutdown: config.shutdownTtlMs, plan_approval: config.planApprovalTtlMs },
     },

@@ -127,6 +127,55 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
     expect(err?.rawMessage).toMatch(/removed by the lead/);
   });
 
+  it("a token revoked on one replica is refused on the others (their caller caches forget it)", async () => {
+    const t = await spreadTeam(["r0", "r1"]);
+    // r1 has called every replica, so each one has its token cached.
+    for (let i = 0; i < 3; i++) await t.memberOn(i, "r1").listMembers({});
+    const leadOn2 = replicas[2]?.client(t.leadToken) as TeamClient;
+    await leadOn2.removeMember({ name: "r1" });
+    for (let i = 0; i < 3; i++) {
+      await eventually(`replica ${i} to refuse the revoked token`, async () => {
+        const err = await t
+          .memberOn(i, "r1")
+          .listMembers({})
+          .then(
+            () => undefined,
+            (e) => ConnectError.from(e),
+          );
+        return err?.code === Code.Unauthenticated;
+      });
+    }
+  });
+
+  it("a send from a token revoked a moment ago stores nothing, even where the revocation is not heard yet", async () => {
+    const t = await spreadTeam(["s0", "s1"]);
+    const sender = t.memberOn(1, "s1");
+    await sender.listMembers({}); // cached on replica 1
+    // Stopped by hand in SQL: no process hears of it, so replica 1's cache still trusts the
+    // token (for up to its TTL). The sends must still be refused, by their own transaction.
+    await replicas[0]?.db.query("UPDATE members SET status = 'stopped' WHERE name = 's1'");
+    expect((await sender.listMembers({})).members.length).toBeGreaterThan(0); // cached: stale
+    for (const messageId of ["", "with-id"]) {
+      const err = await sender
+        .send({ to: "team-lead", message: text(`from a revoked token ${messageId}`), messageId })
+        .then(
+          () => undefined,
+          (e) => ConnectError.from(e),
+        );
+      expect(err?.code, `send with message_id "${messageId}"`).toBe(Code.Unauthenticated);
+      expect(err?.rawMessage).toMatch(/token revoked/);
+    }
+    const broadcast = await sender.send({ to: "*", message: text("all") }).then(
+      () => undefined,
+      (e) => ConnectError.from(e),
+    );
+    expect(broadcast?.code).toBe(Code.Unauthenticated);
+    const stored = await replicas[0]?.db.query(
+      "SELECT 1 FROM messages m JOIN members s ON s.id = m.sender_id WHERE s.name = 's1'",
+    );
+    expect(stored).toEqual([]);
+  });
+
   it("an approved shutdown ends the teammate's stream on another replica cleanly", async () => {
     const t = await spreadTeam(["b0", "b1"]);
     const s = follow(t.member("b1")); // replica 1

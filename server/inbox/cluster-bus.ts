@@ -49,8 +49,13 @@ export function createClusterBus(options: {
   hub: InboxHub;
   waiters: RequestWaiters;
   logger: Logger;
+  /** A member's streams ended (revoked), here or in another process: forget its token. */
+  onMemberEnded?: (memberId: number) => void;
+  /** Events from other processes may have been missed (the listener reconnected). */
+  onMissedEvents?: () => void;
 }): ClusterBus {
   const { db, hub: local, waiters: localWaiters, logger } = options;
+  const memberEnded = options.onMemberEnded ?? (() => {});
   const origin = randomUUID();
   let listener: Listener | undefined;
   const pending = { w: new Set<number>(), e: new Map<number, string>(), r: new Set<string>() };
@@ -67,6 +72,7 @@ export function createClusterBus(options: {
     if (event.o === origin) return;
     if (event.w) local.wake(event.w);
     for (const [id, message] of event.e ?? []) {
+      memberEnded(id);
       local.endMember(id, message ? new DomainError("unauthenticated", message) : undefined);
     }
     for (const id of event.r ?? []) localWaiters.notify(id);
@@ -78,7 +84,10 @@ export function createClusterBus(options: {
     const l = await db.listen(CHANNEL, {
       onNotification: receive,
       // Events sent while the connection was down are lost: every stream re-reads.
-      onReconnect: () => local.wakeAll(),
+      onReconnect: () => {
+        options.onMissedEvents?.();
+        local.wakeAll();
+      },
     });
     if (closed) await l.close();
     else listener = l;
@@ -141,6 +150,7 @@ export function createClusterBus(options: {
     },
     wakeAll: () => local.wakeAll(),
     endMember(memberId, error) {
+      memberEnded(memberId);
       local.endMember(memberId, error);
       pending.e.set(memberId, error?.message ?? "");
       schedule();

@@ -1,10 +1,11 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
-import { callerKey } from "../caller.js";
+import { type Caller, callerKey } from "../caller.js";
 import { DomainError } from "../errors.js";
 import type { Database } from "../store/database.js";
 import { findMemberByTokenHash, touchMember } from "../store/members.js";
 import { hashToken, isWellFormedToken, secretsEqual } from "../tokens.js";
+import type { CallerCache } from "./caller-cache.js";
 
 export interface AuthOptions {
   db: Database;
@@ -12,6 +13,8 @@ export interface AuthOptions {
   adminToken?: string | undefined;
   /** last_seen_at is written at most this often per member. */
   touchIntervalMs?: number;
+  /** Active callers by token; without it every call looks its token up. */
+  cache?: CallerCache;
 }
 
 /**
@@ -44,18 +47,36 @@ export function authInterceptor(options: AuthOptions): Interceptor {
     if (!isWellFormedToken(token)) {
       throw new DomainError("unauthenticated", "malformed token: expected tp_ and 43 characters");
     }
-    const member = await findMemberByTokenHash(options.db, hashToken(token));
-    if (!member) throw new DomainError("unauthenticated", "unknown token");
-    if (member.status !== "active") {
-      throw new DomainError(
-        "unauthenticated",
-        `token revoked: member "${member.name}" of team "${member.teamName}" is stopped`,
-      );
-    }
-    req.contextValues.set(callerKey, member);
-    touch(member.id);
+    const caller = await resolveCaller(options, hashToken(token));
+    req.contextValues.set(callerKey, caller);
+    touch(caller.id);
     return next(req);
   };
+}
+
+async function resolveCaller(options: AuthOptions, tokenHash: Uint8Array): Promise<Caller> {
+  const key = Buffer.from(tokenHash).toString("hex");
+  const cached = options.cache?.get(key);
+  if (cached) return cached;
+  const epoch = options.cache?.epoch() ?? 0;
+  const member = await findMemberByTokenHash(options.db, tokenHash);
+  if (!member) throw new DomainError("unauthenticated", "unknown token");
+  if (member.status !== "active") {
+    throw new DomainError(
+      "unauthenticated",
+      `token revoked: member "${member.name}" of team "${member.teamName}" is stopped`,
+    );
+  }
+  const caller: Caller = {
+    id: member.id,
+    teamId: member.teamId,
+    teamName: member.teamName,
+    name: member.name,
+    role: member.role,
+    lead: member.lead,
+  };
+  options.cache?.set(key, caller, epoch);
+  return caller;
 }
 
 function bearerToken(header: string | null): string | undefined {

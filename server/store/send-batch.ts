@@ -1,6 +1,6 @@
-import { RuleViolationError } from "../errors.js";
-import type { Database, Queryable } from "./database.js";
-import { BROADCAST, type Delivery, type SendInput, type SendResult } from "./send.js";
+import { DomainError, RuleViolationError } from "../errors.js";
+import type { Database } from "./database.js";
+import { BROADCAST, type SendInput, type SendResult } from "./send.js";
 
 /** A send the batch path takes: plain, no idempotency key, no protocol hooks. */
 export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;
@@ -9,125 +9,126 @@ export const isBatchable = (input: SendInput): boolean =>
   !input.messageId && !input.requestId && !input.beforeAppend && !input.beforeCommit;
 
 /**
- * Stores many sends in ONE transaction with a fixed number of statements, whatever the
- * batch size: recipients resolved in one query, every inbox's seqs taken in one UPDATE
- * (inbox rows locked in member-id order, so concurrent batches cannot deadlock), every row
- * inserted in one INSERT. Concurrent senders share one commit, and so one WAL flush: that
- * is what lifts the hot inbox (a whole team reporting to its lead) past one commit per
- * message. A send that fails a rule (known-recipient) fails alone; the others go on.
- * Per inbox, seqs follow the order of the batch, which is the order the sends arrived in.
+ * Stores many sends with ONE statement, which is its own transaction: one round trip and
+ * one commit (one WAL flush) for the whole batch, whatever its size. Concurrent senders
+ * share it: that is what lifts the hot inbox (a whole team reporting to its lead) past one
+ * commit per message.
+ *
+ * In that statement: the senders are checked (still active: a token revoked on another
+ * server process a moment ago may still be in this one's caller cache), the recipients
+ * resolved (a name, or "*" for every other active member), the inbox rows locked in
+ * member-id order (so concurrent batches and sends cannot deadlock), each inbox's seqs
+ * taken with one UPDATE and every row inserted with one INSERT. Per inbox, seqs follow the
+ * order of the batch, which is the order the sends arrived in. A send that fails a rule
+ * (revoked sender, unknown or stopped recipient) stores nothing and fails alone.
  */
 export async function sendBatch(
   db: Database,
   sends: BatchableSend[],
 ): Promise<(SendResult | Error)[]> {
-  return db.transaction(async (tx) => {
-    const results: (SendResult | Error)[] = sends.map(() => ({
-      deliveries: [],
-      replayed: false,
-      requestId: "",
-    }));
-    const recipients = await resolveAll(tx, sends, results);
-    const deliveries = await allocateSeqs(tx, recipients);
-    await insertAll(tx, sends, deliveries);
-    for (const d of deliveries) (results[d.send] as SendResult).deliveries.push(d.delivery);
-    return results;
-  });
-}
-
-interface Recipient {
-  send: number;
-  memberId: number;
-  name: string;
-}
-
-// One query for every addressee of the batch: a name, or "*" (every other active member).
-async function resolveAll(
-  tx: Queryable,
-  sends: BatchableSend[],
-  results: (SendResult | Error)[],
-): Promise<Recipient[]> {
-  const rows = await tx.query<{ idx: bigint; id: number; name: string; status: string }>(
-    `SELECT q.idx, m.id, m.name, m.status
-     FROM unnest($1::int[], $2::int[], $3::text[]) WITH ORDINALITY AS q (team_id, sender_id, to_name, idx)
-     JOIN members m ON m.team_id = q.team_id
-      AND CASE WHEN q.to_name = '*' THEN m.status = 'active' AND m.id <> q.sender_id
-               ELSE m.name = q.to_name END
-     ORDER BY q.idx, m.id`,
-    [sends.map((s) => s.teamId), sends.map((s) => s.sender.id), sends.map((s) => s.to)],
-  );
-  const found = new Map<number, { id: number; name: string; status: string }[]>();
-  for (const r of rows) {
-    const i = Number(r.idx) - 1;
-    found.set(i, [...(found.get(i) ?? []), r]);
-  }
-  const recipients: Recipient[] = [];
-  sends.forEach((send, i) => {
-    const matches = found.get(i) ?? [];
-    if (send.to !== BROADCAST && matches[0]?.status !== "active") {
-      results[i] = new RuleViolationError(
-        "known-recipient",
-        "not-found",
-        matches[0]
-          ? `"${send.to}" is stopped and receives no new messages`
-          : `no member "${send.to}" in this team (ListMembers shows who is there)`,
-        "to",
-      );
-      return;
-    }
-    for (const m of matches) recipients.push({ send: i, memberId: m.id, name: m.name });
-  });
-  return recipients;
-}
-
-// Takes n seqs from each inbox in one statement; hands them out in batch order.
-async function allocateSeqs(
-  tx: Queryable,
-  recipients: Recipient[],
-): Promise<{ send: number; delivery: Delivery }[]> {
-  if (recipients.length === 0) return [];
-  const counts = new Map<number, number>();
-  for (const r of recipients) counts.set(r.memberId, (counts.get(r.memberId) ?? 0) + 1);
-  const ids = [...counts.keys()];
-  const rows = await tx.query<{ member_id: number; last_seq: bigint }>(
-    `UPDATE inboxes i SET last_seq = i.last_seq + c.n
-     FROM (SELECT member_id FROM inboxes WHERE member_id = ANY($1::int[])
-           ORDER BY member_id FOR UPDATE) locked
-     JOIN unnest($1::int[], $2::int[]) AS c (member_id, n) USING (member_id)
-     WHERE i.member_id = c.member_id
-     RETURNING i.member_id, i.last_seq`,
-    [ids, ids.map((id) => counts.get(id))],
-  );
-  const next = new Map<number, bigint>();
-  for (const r of rows)
-    next.set(r.member_id, r.last_seq - BigInt(counts.get(r.member_id) ?? 0) + 1n);
-  return recipients.map((r) => {
-    const seq = next.get(r.memberId) ?? 0n;
-    next.set(r.memberId, seq + 1n);
-    return { send: r.send, delivery: { memberId: r.memberId, to: r.name, seq } };
-  });
-}
-
-async function insertAll(
-  tx: Queryable,
-  sends: BatchableSend[],
-  rows: { send: number; delivery: Delivery }[],
-): Promise<void> {
-  if (rows.length === 0) return;
-  const of = (r: { send: number }) => sends[r.send] as BatchableSend;
-  await tx.query(
-    `INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body)
-     SELECT * FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[], $5::text[], $6::text[],
-                          $7::text[], $8::bytea[])`,
+  const rows = await db.query<{
+    idx: bigint;
+    sender_status: string | null;
+    target_status: string | null;
+    member_id: number | null;
+    name: string | null;
+    seq: bigint | null;
+  }>(
+    `WITH q AS (
+       SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::bytea[])
+         WITH ORDINALITY AS q (team_id, sender_id, from_name, to_name, kind, body, idx)
+     ),
+     recipients AS (
+       SELECT q.idx, m.id AS member_id, m.name
+       FROM q
+       JOIN members s ON s.id = q.sender_id AND s.status = 'active'
+       JOIN members m ON m.team_id = q.team_id AND m.status = 'active'
+        AND CASE WHEN q.to_name = '*' THEN m.id <> q.sender_id ELSE m.name = q.to_name END
+     ),
+     counts AS (
+       SELECT member_id, count(*) AS n FROM recipients GROUP BY member_id
+     ),
+     locked AS MATERIALIZED (
+       SELECT member_id FROM inboxes WHERE member_id IN (SELECT member_id FROM counts)
+       ORDER BY member_id FOR UPDATE
+     ),
+     bumped AS (
+       UPDATE inboxes i SET last_seq = i.last_seq + c.n
+       FROM counts c JOIN locked l USING (member_id)
+       WHERE i.member_id = c.member_id
+       RETURNING i.member_id, i.last_seq - c.n AS base
+     ),
+     numbered AS MATERIALIZED (
+       SELECT r.idx, r.member_id, r.name,
+              b.base + row_number() OVER (PARTITION BY r.member_id ORDER BY r.idx) AS seq
+       FROM recipients r JOIN bumped b USING (member_id)
+     ),
+     stored AS (
+       INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body)
+       SELECT n.member_id, n.seq, q.team_id, q.sender_id, q.from_name, q.to_name, q.kind, q.body
+       FROM numbered n JOIN q USING (idx)
+     )
+     SELECT q.idx, s.status AS sender_status, t.status AS target_status,
+            n.member_id, n.name, n.seq
+     FROM q
+     LEFT JOIN members s ON s.id = q.sender_id
+     LEFT JOIN members t ON q.to_name <> '*' AND t.team_id = q.team_id AND t.name = q.to_name
+     LEFT JOIN numbered n ON n.idx = q.idx
+     ORDER BY q.idx, n.member_id`,
     [
-      rows.map((r) => r.delivery.memberId),
-      rows.map((r) => r.delivery.seq),
-      rows.map((r) => of(r).teamId),
-      rows.map((r) => of(r).sender.id),
-      rows.map((r) => of(r).sender.name),
-      rows.map((r) => of(r).to),
-      rows.map((r) => of(r).kind),
-      rows.map((r) => of(r).body),
+      sends.map((s) => s.teamId),
+      sends.map((s) => s.sender.id),
+      sends.map((s) => s.sender.name),
+      sends.map((s) => s.to),
+      sends.map((s) => s.kind),
+      sends.map((s) => s.body),
     ],
   );
+  const results: (SendResult | Error)[] = sends.map(() => ({
+    deliveries: [],
+    replayed: false,
+    requestId: "",
+  }));
+  for (const row of rows) {
+    const i = Number(row.idx) - 1;
+    const send = sends[i] as BatchableSend;
+    const refusal = refusalOf(send, row.sender_status, row.target_status);
+    if (refusal) {
+      results[i] = refusal;
+      continue;
+    }
+    if (row.member_id !== null && row.name !== null && row.seq !== null) {
+      (results[i] as SendResult).deliveries.push({
+        memberId: row.member_id,
+        to: row.name,
+        seq: row.seq,
+      });
+    }
+  }
+  return results;
+}
+
+/** Why a send of the batch stored nothing, if it broke a rule. */
+function refusalOf(
+  send: BatchableSend,
+  senderStatus: string | null,
+  targetStatus: string | null,
+): Error | undefined {
+  if (senderStatus !== "active") {
+    return new DomainError(
+      "unauthenticated",
+      `token revoked: member "${send.sender.name}" is stopped`,
+    );
+  }
+  if (send.to !== BROADCAST && targetStatus !== "active") {
+    return new RuleViolationError(
+      "known-recipient",
+      "not-found",
+      targetStatus
+        ? `"${send.to}" is stopped and receives no new messages`
+        : `no member "${send.to}" in this team (ListMembers shows who is there)`,
+      "to",
+    );
+  }
+  return undefined;
 }

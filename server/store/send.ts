@@ -69,9 +69,16 @@ interface StoredSend {
  */
 export async function sendMessage(db: Database, input: SendInput): Promise<SendResult> {
   return db.transaction(async (tx) => {
+    // First, before a protocol step (beforeAppend) may stop the sender itself.
     if (input.messageId) {
       const previous = await claimMessageId(tx, input);
       if (previous) return previous;
+    } else {
+      const [sender] = await tx.query<{ status: string }>(
+        "SELECT status FROM members WHERE id = $1",
+        [input.sender.id],
+      );
+      requireActiveSender(input, sender?.status);
     }
     await input.beforeAppend?.(tx);
     const recipients = await resolveRecipients(tx, input);
@@ -106,15 +113,35 @@ export async function sendMessage(db: Database, input: SendInput): Promise<SendR
   });
 }
 
+/**
+ * The sender must still be active: a token revoked on another server process a moment ago
+ * may still be in this one's caller cache (interceptors/caller-cache.ts).
+ */
+function requireActiveSender(input: SendInput, status: string | undefined): void {
+  if (status !== "active") {
+    throw new DomainError(
+      "unauthenticated",
+      `token revoked: member "${input.sender.name}" is stopped`,
+    );
+  }
+}
+
 // Inserting the key first makes a concurrent retry wait on the primary key until this
 // transaction ends, then find the finished result (or, if this one rolled back, claim it).
+// The same statement checks the sender (no extra round trip).
 async function claimMessageId(tx: Queryable, input: SendInput): Promise<SendResult | undefined> {
-  const claimed = await tx.query(
-    `INSERT INTO sends (sender_id, message_id, fingerprint) VALUES ($1, $2, $3)
-     ON CONFLICT (sender_id, message_id) DO NOTHING RETURNING 1`,
+  const [claim] = await tx.query<{ sender_status: string | null; claimed: boolean }>(
+    `WITH sender AS (SELECT status FROM members WHERE id = $1),
+     claimed AS (
+       INSERT INTO sends (sender_id, message_id, fingerprint)
+       SELECT $1, $2, $3 WHERE (SELECT status FROM sender) = 'active'
+       ON CONFLICT (sender_id, message_id) DO NOTHING RETURNING 1
+     )
+     SELECT (SELECT status FROM sender) AS sender_status, EXISTS (SELECT 1 FROM claimed) AS claimed`,
     [input.sender.id, input.messageId, input.fingerprint],
   );
-  if (claimed.length > 0) return undefined;
+  requireActiveSender(input, claim?.sender_status ?? undefined);
+  if (claim?.claimed) return undefined;
   const [stored] = await tx.query<StoredSend>(
     "SELECT fingerprint, deliveries, request_id FROM sends WHERE sender_id = $1 AND message_id = $2",
     [input.sender.id, input.messageId],

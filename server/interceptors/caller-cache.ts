@@ -1,0 +1,77 @@
+import type { Caller } from "../caller.js";
+
+/**
+ * Token → caller, for active members only, so that a call does not cost a database round
+ * trip before its real work (measured: the look-up was one of about 1.1 queries per Send
+ * under load, and each query's socket write is the largest single cost in the server's
+ * profile).
+ *
+ * A revoked token must stop working at once. Revocation (RemoveMember, an approved
+ * shutdown) always ends the member's streams through the hub, on this process directly and
+ * on the others through LISTEN/NOTIFY: both paths call forgetMember. When the notification
+ * connection was down, events may have been missed: clear() empties the cache. Entries also
+ * expire after `ttlMs`, which bounds staleness after changes made outside the server (SQL by
+ * hand). Sends check in their own transaction that the sender is still active, so a message
+ * is never stored from a revoked token even in the moment before another process hears of
+ * the revocation.
+ */
+export interface CallerCache {
+  get(tokenHashHex: string): Caller | undefined;
+  /**
+   * Taken before a database look-up and handed to set(): a look-up that read the member
+   * before a revocation and finished after it must not put the revoked member back.
+   */
+  epoch(): number;
+  /** Caches the caller unless a revocation (or clear) happened since `epoch`. */
+  set(tokenHashHex: string, caller: Caller, epoch: number): void;
+  /** Drops every entry of this member (its token was revoked). */
+  forgetMember(memberId: number): void;
+  clear(): void;
+  readonly size: number;
+}
+
+export function createCallerCache(options: {
+  ttlMs: number;
+  maxEntries: number;
+  now?: () => number;
+}): CallerCache {
+  const now = options.now ?? Date.now;
+  // Insertion order is expiry order (every entry lives ttlMs): the oldest goes first.
+  const entries = new Map<string, { caller: Caller; expiresAt: number }>();
+  // Bumped by every revocation: rare, so one counter for all members is enough.
+  let revocations = 0;
+  return {
+    get(key) {
+      const entry = entries.get(key);
+      if (!entry) return undefined;
+      if (entry.expiresAt <= now()) {
+        entries.delete(key);
+        return undefined;
+      }
+      return entry.caller;
+    },
+    epoch: () => revocations,
+    set(key, caller, epoch) {
+      if (options.ttlMs <= 0 || epoch !== revocations) return;
+      entries.delete(key);
+      entries.set(key, { caller, expiresAt: now() + options.ttlMs });
+      if (entries.size > options.maxEntries) {
+        const oldest = entries.keys().next().value;
+        if (oldest !== undefined) entries.delete(oldest);
+      }
+    },
+    forgetMember(memberId) {
+      revocations++;
+      for (const [key, entry] of entries) {
+        if (entry.caller.id === memberId) entries.delete(key);
+      }
+    },
+    clear() {
+      revocations++;
+      entries.clear();
+    },
+    get size() {
+      return entries.size;
+    },
+  };
+}
