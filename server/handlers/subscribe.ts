@@ -8,10 +8,11 @@ import {
 import { requireCaller } from "../caller.js";
 import { RuleViolationError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
+import { createInboxReader } from "../inbox/read-batcher.js";
 import { MAX_SEQ } from "../interceptors/rules.js";
 import { responseCutKey } from "../slow-consumer-guard.js";
 import type { Database } from "../store/database.js";
-import { inboxPosition, readInbox } from "../store/inbox.js";
+import { inboxPosition } from "../store/inbox.js";
 import { toEnvelope } from "./convert.js";
 
 /** Rows and bytes read per query: bound the memory one subscription holds. */
@@ -25,9 +26,6 @@ export interface SubscribeOptions {
   heartbeatIntervalMs: number;
 }
 
-const batchBytes = (batch: { body: Uint8Array }[]) =>
-  batch.reduce((n, m) => n + m.body.byteLength, 0);
-
 /**
  * Subscribe: the backlog after the cursor, then live messages. The database is read after
  * every wake-up, from the last seq this stream delivered, so the stream sees every row in
@@ -38,6 +36,8 @@ export function subscribeHandler(
   options: SubscribeOptions,
 ): Pick<ServiceImpl<typeof TeamService>, "subscribe"> {
   const { db, hub, heartbeatIntervalMs } = options;
+  // Shared by every subscription of this process: reads woken together go together.
+  const reader = createInboxReader(db, { limit: BATCH, maxBytes: BATCH_BYTES });
   return {
     async *subscribe(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -59,17 +59,16 @@ export function subscribeHandler(
       try {
         let cursor = req.afterSeq ?? (await inboxPosition(db, caller.id)).ackedSeq;
         for (;;) {
-          const batch = await readInbox(db, caller.id, cursor, BATCH, BATCH_BYTES);
-          for (const message of batch) {
+          const page = await reader.read(caller.id, cursor);
+          for (const message of page.messages) {
             if (subscription.endReason) break;
             yield create(SubscribeResponseSchema, {
               event: { case: "envelope", value: toEnvelope(caller.teamName, message) },
             });
             cursor = message.seq;
           }
-          // A full batch (by rows or by bytes) means there may be more: read on at once.
-          const full = batch.length === BATCH || batchBytes(batch) >= BATCH_BYTES;
-          if (full && !subscription.endReason) continue;
+          // A full page (by rows or by bytes) means there may be more: read on at once.
+          if (page.more && !subscription.endReason) continue;
           const woke = await subscription.wait(heartbeatIntervalMs);
           if (woke === "ended") break;
           if (woke === "timeout") {

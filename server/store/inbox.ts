@@ -45,16 +45,68 @@ export async function readInbox(
      ORDER BY seq`,
     [memberId, afterSeq, limit, maxBytes],
   );
-  return rows.map((r) => ({
-    seq: r.seq,
-    fromName: r.from_name,
-    toName: r.to_name,
-    requestId: r.request_id ?? "",
-    messageId: r.message_id ?? "",
-    kind: r.kind,
-    body: r.body,
-    sentAt: r.sent_at,
-  }));
+  return rows.map(toStoredMessage);
+}
+
+const toStoredMessage = (r: MessageSqlRow): StoredMessage => ({
+  seq: r.seq,
+  fromName: r.from_name,
+  toName: r.to_name,
+  requestId: r.request_id ?? "",
+  messageId: r.message_id ?? "",
+  kind: r.kind,
+  body: r.body,
+  sentAt: r.sent_at,
+});
+
+export interface InboxRead {
+  memberId: number;
+  afterSeq: bigint;
+}
+
+export interface InboxPage {
+  messages: StoredMessage[];
+  /** Rows were left out (by `limit` or `maxBytes`): read on from the last one at once. */
+  more: boolean;
+}
+
+/**
+ * Several readInbox calls in one query (one round trip), with the same limits per read:
+ * what live subscriptions woken by one commit need (a broadcast wakes the whole team).
+ */
+export async function readInboxes(
+  db: Queryable,
+  reads: InboxRead[],
+  limit: number,
+  maxBytes: number,
+): Promise<InboxPage[]> {
+  const rows = await db.query<MessageSqlRow & { idx: bigint; fetched: bigint }>(
+    `SELECT q.idx, page.fetched, page.seq, page.from_name, page.to_name, page.request_id,
+            page.message_id, page.kind, page.body, page.sent_at
+     FROM unnest($1::int[], $2::bigint[]) WITH ORDINALITY AS q (member_id, after_seq, idx)
+     CROSS JOIN LATERAL (
+       SELECT *, sum(octet_length(body)) OVER (ORDER BY seq) - octet_length(body) AS before,
+              count(*) OVER () AS fetched
+       FROM (
+         SELECT * FROM messages WHERE recipient_id = q.member_id AND seq > q.after_seq
+         ORDER BY seq LIMIT $3
+       ) first_rows
+     ) page
+     WHERE page.before < $4
+     ORDER BY q.idx, page.seq`,
+    [reads.map((r) => r.memberId), reads.map((r) => r.afterSeq), limit, maxBytes],
+  );
+  const pages: InboxPage[] = reads.map(() => ({ messages: [], more: false }));
+  const fetched = reads.map(() => 0);
+  for (const row of rows) {
+    const i = Number(row.idx) - 1;
+    (pages[i] as InboxPage).messages.push(toStoredMessage(row));
+    fetched[i] = Number(row.fetched);
+  }
+  pages.forEach((page, i) => {
+    page.more = fetched[i] === limit || (fetched[i] ?? 0) > page.messages.length;
+  });
+  return pages;
 }
 
 export interface InboxPosition {

@@ -34,47 +34,67 @@ export async function sendBatch(
     name: string | null;
     seq: bigint | null;
   }>(
+    // No two CTEs are joined on a key: their row estimates are guesses (a fresh team's
+    // broadcast is estimated at one row and gets 1,000), and a nested loop over two CTE
+    // scans is quadratic (measured: 185 ms instead of 15 for a broadcast to 1,000). Rows
+    // carry the batch index instead, and the message fields come from the parameter arrays
+    // by that index.
     `WITH q AS (
-       SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::bytea[])
-         WITH ORDINALITY AS q (team_id, sender_id, from_name, to_name, kind, body, idx)
+       SELECT * FROM unnest($1::int[], $2::int[], $4::text[])
+         WITH ORDINALITY AS q (team_id, sender_id, to_name, idx)
+     ),
+     checks AS (
+       SELECT q.idx, s.status AS sender_status, t.status AS target_status
+       FROM q
+       LEFT JOIN members s ON s.id = q.sender_id
+       LEFT JOIN members t ON q.to_name <> '*' AND t.team_id = q.team_id AND t.name = q.to_name
      ),
      recipients AS (
        SELECT q.idx, m.id AS member_id, m.name
        FROM q
        JOIN members s ON s.id = q.sender_id AND s.status = 'active'
-       JOIN members m ON m.team_id = q.team_id AND m.status = 'active'
-        AND CASE WHEN q.to_name = '*' THEN m.id <> q.sender_id ELSE m.name = q.to_name END
+       JOIN members m ON m.team_id = q.team_id AND m.name = q.to_name AND m.status = 'active'
+       WHERE q.to_name <> '*'
+       UNION ALL
+       SELECT q.idx, m.id, m.name
+       FROM q
+       JOIN members s ON s.id = q.sender_id AND s.status = 'active'
+       JOIN members m ON m.team_id = q.team_id AND m.status = 'active' AND m.id <> q.sender_id
+       WHERE q.to_name = '*'
      ),
-     counts AS (
-       SELECT member_id, count(*) AS n FROM recipients GROUP BY member_id
+     per_inbox AS (
+       SELECT member_id, min(name) AS name, array_agg(idx ORDER BY idx) AS idxs
+       FROM recipients GROUP BY member_id
      ),
      locked AS MATERIALIZED (
-       SELECT member_id FROM inboxes WHERE member_id IN (SELECT member_id FROM counts)
+       SELECT member_id FROM inboxes
+       WHERE member_id = ANY (ARRAY(SELECT member_id FROM per_inbox))
        ORDER BY member_id FOR UPDATE
      ),
      bumped AS (
-       UPDATE inboxes i SET last_seq = i.last_seq + c.n
-       FROM counts c JOIN locked l USING (member_id)
-       WHERE i.member_id = c.member_id
-       RETURNING i.member_id, i.last_seq - c.n AS base
+       UPDATE inboxes i SET last_seq = i.last_seq + cardinality(p.idxs)
+       FROM per_inbox p
+       -- Every inbox row is locked, in member-id order, before the first one is updated.
+       WHERE i.member_id = p.member_id AND (SELECT count(*) FROM locked) >= 0
+       RETURNING i.member_id, p.name, p.idxs, i.last_seq - cardinality(p.idxs) AS base
      ),
      numbered AS MATERIALIZED (
-       SELECT r.idx, r.member_id, r.name,
-              b.base + row_number() OVER (PARTITION BY r.member_id ORDER BY r.idx) AS seq
-       FROM recipients r JOIN bumped b USING (member_id)
+       SELECT u.idx, b.member_id, b.name, b.base + u.k AS seq
+       FROM bumped b, unnest(b.idxs) WITH ORDINALITY AS u (idx, k)
      ),
      stored AS (
        INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body)
-       SELECT n.member_id, n.seq, q.team_id, q.sender_id, q.from_name, q.to_name, q.kind, q.body
-       FROM numbered n JOIN q USING (idx)
+       SELECT n.member_id, n.seq, ($1::int[])[n.idx::int], ($2::int[])[n.idx::int],
+              ($3::text[])[n.idx::int], ($4::text[])[n.idx::int], ($5::text[])[n.idx::int],
+              ($6::bytea[])[n.idx::int]
+       FROM numbered n
      )
-     SELECT q.idx, s.status AS sender_status, t.status AS target_status,
-            n.member_id, n.name, n.seq
-     FROM q
-     LEFT JOIN members s ON s.id = q.sender_id
-     LEFT JOIN members t ON q.to_name <> '*' AND t.team_id = q.team_id AND t.name = q.to_name
-     LEFT JOIN numbered n ON n.idx = q.idx
-     ORDER BY q.idx, n.member_id`,
+     SELECT idx, sender_status, target_status,
+            NULL::int AS member_id, NULL::text AS name, NULL::bigint AS seq
+     FROM checks
+     UNION ALL
+     SELECT idx, NULL, NULL, member_id, name, seq FROM numbered
+     ORDER BY idx, member_id NULLS FIRST`,
     [
       sends.map((s) => s.teamId),
       sends.map((s) => s.sender.id),
@@ -89,20 +109,15 @@ export async function sendBatch(
     replayed: false,
     requestId: "",
   }));
+  // Per send: its checks row first, then its deliveries in member-id order.
   for (const row of rows) {
     const i = Number(row.idx) - 1;
-    const send = sends[i] as BatchableSend;
-    const refusal = refusalOf(send, row.sender_status, row.target_status);
-    if (refusal) {
-      results[i] = refusal;
-      continue;
-    }
-    if (row.member_id !== null && row.name !== null && row.seq !== null) {
-      (results[i] as SendResult).deliveries.push({
-        memberId: row.member_id,
-        to: row.name,
-        seq: row.seq,
-      });
+    const result = results[i] as SendResult | Error;
+    if (row.member_id === null) {
+      results[i] =
+        refusalOf(sends[i] as BatchableSend, row.sender_status, row.target_status) ?? result;
+    } else if (!(result instanceof Error) && row.name !== null && row.seq !== null) {
+      result.deliveries.push({ memberId: row.member_id, to: row.name, seq: row.seq });
     }
   }
   return results;
