@@ -110,7 +110,25 @@ function latencyFigures(s: Scenarios, base: BaselineResult | undefined): Figure[
 function throughputFigures(s: Scenarios, base: BaselineResult | undefined): Figure[] {
   const result = ok(s.throughput);
   if (!result) return [];
+  const floorOf = (concurrency: number) =>
+    result.runs.find((r) => r.pattern === "rpc-floor" && r.concurrency === concurrency);
   return result.runs.map((run): Figure => {
+    if (run.pattern === "rpc-floor") {
+      return {
+        scenario: "throughput",
+        figure: `RPC floor x${run.concurrency} (Send refused before the database)`,
+        value: run.sendsPerSec,
+        unit: "calls/s",
+        limits: [],
+        note:
+          `call p50 ${run.latency.p50Ms} ms` +
+          (run.cpu.serverUsPerSend !== null
+            ? `; server CPU ${run.cpu.serverUsPerSend} µs/call, load generator ${run.cpu.benchUsPerSend} µs/call`
+            : "") +
+          (run.errors ? `; ${run.errors} errors (${run.firstError})` : ""),
+      };
+    }
+    const floor = floorOf(run.concurrency);
     const insert = baselineRun(base, "insert", run.concurrency);
     const notify = baselineRun(base, "insert+notify", run.concurrency);
     const target =
@@ -121,6 +139,9 @@ function throughputFigures(s: Scenarios, base: BaselineResult | undefined): Figu
         : []),
       ...(notify
         ? [limit(`+NOTIFY x${run.concurrency}`, notify.commitsPerSec, run.sendsPerSec)]
+        : []),
+      ...(floor
+        ? [limit(`RPC floor x${run.concurrency}`, floor.sendsPerSec, run.sendsPerSec)]
         : []),
     ];
     return {
@@ -133,7 +154,7 @@ function throughputFigures(s: Scenarios, base: BaselineResult | undefined): Figu
       note:
         `send p50 ${run.latency.p50Ms} ms, p99 ${run.latency.p99Ms} ms` +
         (run.cpu.serverUsPerSend !== null
-          ? `; server CPU ${run.cpu.serverUsPerSend} µs/send (${run.cpu.serverCoreShare} core)`
+          ? `; server CPU ${run.cpu.serverUsPerSend} µs/send (${run.cpu.serverCoreShare} core), load generator ${run.cpu.benchUsPerSend} µs/send`
           : "") +
         (run.errors ? `; ${run.errors} errors (${run.firstError})` : ""),
     };

@@ -45,7 +45,7 @@ export interface Figure {
   scenario: ScenarioName;
   figure: string;
   value: number | null;
-  unit: "ms" | "sends/s" | "commits/s" | "KB/stream";
+  unit: "ms" | "sends/s" | "calls/s" | "commits/s" | "KB/stream";
   target?: { op: "<=" | ">="; value: number };
   /** Whether the target is met; absent when the figure has no target. */
   met?: boolean;

@@ -1,11 +1,17 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { sleep } from "../bounded.js";
 import { as, Connections } from "../connections.js";
 import { LatencyHistogram, type LatencySummary } from "../histogram.js";
 import { type BenchTeam, createBenchTeam, LEAD_NAME, text } from "../teams.js";
 import type { ScenarioContext } from "./context.js";
 
-/** spread: each sender writes round-robin to the other teammates' inboxes; one-inbox: all to the lead's. */
-export type ThroughputPattern = "spread" | "one-inbox";
+/**
+ * spread: each sender writes round-robin to the other teammates' inboxes; one-inbox: all to
+ * the lead's; rpc-floor: the same Send call without a message, refused by the rules before
+ * any database work (the token is cached), so what is left is the cost of one gRPC call on
+ * both ends: the ceiling for sends on this machine with this load generator.
+ */
+export type ThroughputPattern = "spread" | "one-inbox" | "rpc-floor";
 
 export interface ThroughputRun {
   pattern: ThroughputPattern;
@@ -48,7 +54,7 @@ export async function runThroughput(ctx: ScenarioContext): Promise<ThroughputRes
     await connections.open();
     const team = await createBenchTeam(connections, ctx.runId, "throughput", inboxes, ctx.signal);
     const runs: ThroughputRun[] = [];
-    for (const pattern of ["spread", "one-inbox"] as const) {
+    for (const pattern of ["spread", "one-inbox", "rpc-floor"] as const) {
       for (const concurrency of ctx.profile.concurrency) {
         const run = await closedLoop(team, connections, pattern, concurrency, ctx);
         runs.push(run);
@@ -111,7 +117,8 @@ async function closedLoop(
             ? LEAD_NAME
             : (mates[(i + 1 + (k % (mates.length - 1))) % mates.length]?.name ?? LEAD_NAME);
         try {
-          await client.send({ to, message: text(`t${i}-${k}`) }, as(sender.token, { signal }));
+          if (pattern === "rpc-floor") await refusedSend(client, sender.token, signal);
+          else await client.send({ to, message: text(`t${i}-${k}`) }, as(sender.token, { signal }));
         } catch (err) {
           errors++;
           firstError ??= (err as Error).message;
@@ -137,6 +144,19 @@ async function closedLoop(
     ...(firstError ? { firstError } : {}),
     latency: histogram.summary(),
   };
+}
+
+/** A Send with no message: refused with InvalidArgument by the rules, no database work. */
+async function refusedSend(
+  client: ReturnType<Connections["client"]>,
+  token: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const err = await client.send({ to: LEAD_NAME }, as(token, { signal })).then(
+    () => new Error("a Send without a message was accepted"),
+    (e: unknown) => ConnectError.from(e),
+  );
+  if (!(err instanceof ConnectError && err.code === Code.InvalidArgument)) throw err;
 }
 
 function cpuPerSend(
