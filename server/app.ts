@@ -1,3 +1,4 @@
+import type { Http2ServerResponse } from "node:http2";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
@@ -5,12 +6,12 @@ import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
-import { subscribeHandler } from "./handlers/subscribe.js";
+import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
-import { authInterceptor } from "./interceptors/auth.js";
+import { authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { rulesInterceptor } from "./interceptors/rules.js";
@@ -21,6 +22,7 @@ import { createRequestWaiters } from "./protocols/request-waiters.js";
 import { serveReflection } from "./reflection/server-reflection.js";
 import { contextValuesFor } from "./slow-consumer-guard.js";
 import type { Database } from "./store/database.js";
+import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.js";
 
 /** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
 export const READ_MAX_BYTES = 1024 * 1024;
@@ -42,6 +44,8 @@ export interface AppOptions {
    * off. Default 10 s.
    */
   callerCacheTtlMs?: number;
+  /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
+  grpcSubscribeFastPath?: boolean;
 }
 
 export interface App {
@@ -82,10 +86,16 @@ export function createApp(options: AppOptions): App {
   });
   const { hub, waiters } = bus;
   const deps = { db, hub, waiters };
+  const touch = createTouchThrottle(db, 10_000);
+  const deliveries = createDeliveries({
+    db,
+    hub,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 15_000,
+  });
   const impl = {
     ...membershipHandlers(deps),
     ...messagingHandlers({ ...deps, protocols: options.protocols ?? defaultProtocolConfig }),
-    ...subscribeHandler({ ...deps, heartbeatIntervalMs: options.heartbeatIntervalMs ?? 15_000 }),
+    ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
   };
   const sweeper = startExpirySweeper({
@@ -109,7 +119,7 @@ export function createApp(options: AppOptions): App {
         // Outermost first: errors of every later step are mapped; rules see the caller.
         interceptors: [
           errorMappingInterceptor(logger),
-          authInterceptor({ db, adminToken: options.adminToken, cache: callers }),
+          authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
           rulesInterceptor(),
         ],
       });
@@ -117,12 +127,24 @@ export function createApp(options: AppOptions): App {
       serveHealth(router, health);
       serveReflection(router, [file_team_v1_rule_violation]);
     },
-    nodeHandler: () =>
-      connectNodeAdapter({
+    nodeHandler() {
+      const connect = connectNodeAdapter({
         routes: (router) => app.routes(router),
         readMaxBytes: READ_MAX_BYTES,
         contextValues: contextValuesFor,
-      }),
+      });
+      if (options.grpcSubscribeFastPath === false) return connect;
+      const fast = { db, cache: callers, touch, deliveries, logger };
+      // gRPC Subscribe streams skip connect-node's pipeline (streaming/grpc-subscribe.ts).
+      const handler: ReturnType<typeof connectNodeAdapter> = (req, res) => {
+        if ("stream" in req && isGrpcSubscribe(req)) {
+          void serveGrpcSubscribe(req, res as Http2ServerResponse, fast);
+        } else {
+          connect(req, res);
+        }
+      };
+      return handler;
+    },
   };
   return app;
 }

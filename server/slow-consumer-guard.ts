@@ -14,6 +14,9 @@ export const responseCutKey = createContextKey<AbortSignal | undefined>(undefine
   description: "aborted when a slow consumer's response is cut",
 });
 
+/** The request's cut signal (for handlers served outside connect-node). */
+export const responseCutSignal = (req: Request): AbortSignal | undefined => cutSignals.get(req);
+
 /** connectNodeAdapter's `contextValues`: hands the request's cut signal to handlers. */
 export function contextValuesFor(req: Request) {
   return createContextValues().set(responseCutKey, cutSignals.get(req));

@@ -2,13 +2,15 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   HeartbeatSchema,
+  type SubscribeRequest,
+  type SubscribeResponse,
   SubscribeResponseSchema,
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
-import { requireCaller } from "../caller.js";
+import { type Caller, requireCaller } from "../caller.js";
 import { RuleViolationError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
-import { createInboxReader } from "../inbox/read-batcher.js";
+import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
 import { MAX_SEQ } from "../interceptors/rules.js";
 import { responseCutKey } from "../slow-consumer-guard.js";
 import type { Database } from "../store/database.js";
@@ -26,62 +28,76 @@ export interface SubscribeOptions {
   heartbeatIntervalMs: number;
 }
 
+/** What a Subscribe call yields, whichever way it is served (connect, or the gRPC fast path). */
+export type Deliveries = (
+  caller: Caller,
+  request: SubscribeRequest,
+  signals: { call: AbortSignal; cut?: AbortSignal | undefined },
+) => AsyncGenerator<SubscribeResponse>;
+
 /**
  * Subscribe: the backlog after the cursor, then live messages. The database is read after
  * every wake-up, from the last seq this stream delivered, so the stream sees every row in
  * seq order however wake-ups are coalesced; the subscription is registered before the first
  * read, so no commit can fall between the read and the wait.
  */
-export function subscribeHandler(
-  options: SubscribeOptions,
-): Pick<ServiceImpl<typeof TeamService>, "subscribe"> {
+export function createDeliveries(options: SubscribeOptions): Deliveries {
   const { db, hub, heartbeatIntervalMs } = options;
   // Shared by every subscription of this process: reads woken together go together.
-  const reader = createInboxReader(db, { limit: BATCH, maxBytes: BATCH_BYTES });
-  return {
-    async *subscribe(req, ctx) {
-      const caller = requireCaller(ctx.values);
-      // Streams do not pass the rules interceptor (it reads unary requests): checked here.
-      if (req.afterSeq !== undefined && req.afterSeq > MAX_SEQ) {
-        throw new RuleViolationError(
-          "size-shape",
-          "invalid-argument",
-          `after_seq is larger than ${MAX_SEQ}`,
-          "after_seq",
-        );
-      }
-      const subscription = hub.open(caller.id, ctx.signal);
-      // Also released when the server cuts a client that stopped reading: the generator
-      // may then be stuck in a write that never settles, but the hub forgets it at once.
-      ctx.values.get(responseCutKey)?.addEventListener("abort", () => subscription.close(), {
-        once: true,
-      });
-      try {
-        let cursor = req.afterSeq ?? (await inboxPosition(db, caller.id)).ackedSeq;
-        for (;;) {
-          const page = await reader.read(caller.id, cursor);
-          for (const message of page.messages) {
-            if (subscription.endReason) break;
-            yield create(SubscribeResponseSchema, {
-              event: { case: "envelope", value: toEnvelope(caller.teamName, message) },
-            });
-            cursor = message.seq;
-          }
-          // A full page (by rows or by bytes) means there may be more: read on at once.
-          if (page.more && !subscription.endReason) continue;
-          const woke = await subscription.wait(heartbeatIntervalMs);
-          if (woke === "ended") break;
-          if (woke === "timeout") {
-            yield create(SubscribeResponseSchema, {
-              event: { case: "heartbeat", value: create(HeartbeatSchema, { lastSeq: cursor }) },
-            });
-          }
+  const reader: InboxReader = createInboxReader(db, { limit: BATCH, maxBytes: BATCH_BYTES });
+  return async function* deliveries(caller, req, signals) {
+    // Streams do not pass the rules interceptor (it reads unary requests): checked here.
+    if (req.afterSeq !== undefined && req.afterSeq > MAX_SEQ) {
+      throw new RuleViolationError(
+        "size-shape",
+        "invalid-argument",
+        `after_seq is larger than ${MAX_SEQ}`,
+        "after_seq",
+      );
+    }
+    const subscription = hub.open(caller.id, signals.call);
+    // Also released when the server cuts a client that stopped reading: the generator
+    // may then be stuck in a write that never settles, but the hub forgets it at once.
+    signals.cut?.addEventListener("abort", () => subscription.close(), { once: true });
+    try {
+      let cursor = req.afterSeq ?? (await inboxPosition(db, caller.id)).ackedSeq;
+      for (;;) {
+        const page = await reader.read(caller.id, cursor);
+        for (const message of page.messages) {
+          if (subscription.endReason) break;
+          yield create(SubscribeResponseSchema, {
+            event: { case: "envelope", value: toEnvelope(caller.teamName, message) },
+          });
+          cursor = message.seq;
         }
-        const error = subscription.endReason?.error;
-        if (error) throw error;
-      } finally {
-        subscription.close();
+        // A full page (by rows or by bytes) means there may be more: read on at once.
+        if (page.more && !subscription.endReason) continue;
+        const woke = await subscription.wait(heartbeatIntervalMs);
+        if (woke === "ended") break;
+        if (woke === "timeout") {
+          yield create(SubscribeResponseSchema, {
+            event: { case: "heartbeat", value: create(HeartbeatSchema, { lastSeq: cursor }) },
+          });
+        }
       }
+      const error = subscription.endReason?.error;
+      if (error) throw error;
+    } finally {
+      subscription.close();
+    }
+  };
+}
+
+/** Subscribe as a connect handler (Connect, gRPC-Web, and gRPC the fast path leaves alone). */
+export function subscribeHandler(
+  deliveries: Deliveries,
+): Pick<ServiceImpl<typeof TeamService>, "subscribe"> {
+  return {
+    subscribe(req, ctx) {
+      return deliveries(requireCaller(ctx.values), req, {
+        call: ctx.signal,
+        cut: ctx.values.get(responseCutKey),
+      });
     },
   };
 }

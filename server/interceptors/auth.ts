@@ -15,6 +15,8 @@ export interface AuthOptions {
   touchIntervalMs?: number;
   /** Active callers by token; without it every call looks its token up. */
   cache?: CallerCache;
+  /** Records activity (createTouchThrottle); one per process, shared with the fast paths. */
+  touch?: (memberId: number) => void;
 }
 
 /**
@@ -23,7 +25,7 @@ export interface AuthOptions {
  * member's token; CreateTeam is open unless an admin token is configured.
  */
 export function authInterceptor(options: AuthOptions): Interceptor {
-  const touch = createTouchThrottle(options.db, options.touchIntervalMs ?? 10_000);
+  const touch = options.touch ?? createTouchThrottle(options.db, options.touchIntervalMs ?? 10_000);
   return (next) => async (req) => {
     const token = bearerToken(req.header.get("authorization"));
     if (req.method === TeamService.method.createTeam) {
@@ -37,24 +39,17 @@ export function authInterceptor(options: AuthOptions): Interceptor {
       }
       return next(req);
     }
-    if (token === undefined) {
-      throw new DomainError(
-        "unauthenticated",
-        "missing credentials: send the header `Authorization: Bearer <token>` with the token " +
-          "CreateTeam or AddMember returned",
-      );
-    }
-    if (!isWellFormedToken(token)) {
-      throw new DomainError("unauthenticated", "malformed token: expected tp_ and 43 characters");
-    }
-    const caller = await resolveCaller(options, hashToken(token));
+    const caller = await authenticate(options, token);
     req.contextValues.set(callerKey, caller);
     touch(caller.id);
     return next(req);
   };
 }
 
-async function resolveCaller(options: AuthOptions, tokenHash: Uint8Array): Promise<Caller> {
+async function resolveCaller(
+  options: Pick<AuthOptions, "db" | "cache">,
+  tokenHash: Uint8Array,
+): Promise<Caller> {
   const key = Buffer.from(tokenHash).toString("hex");
   const cached = options.cache?.get(key);
   if (cached) return cached;
@@ -79,8 +74,29 @@ async function resolveCaller(options: AuthOptions, tokenHash: Uint8Array): Promi
   return caller;
 }
 
-function bearerToken(header: string | null): string | undefined {
-  if (header === null) return undefined;
+/**
+ * The caller a bearer token belongs to, or an Unauthenticated DomainError that says what is
+ * wrong. `token` is what bearerToken() found in the Authorization header.
+ */
+export async function authenticate(
+  options: Pick<AuthOptions, "db" | "cache">,
+  token: string | undefined,
+): Promise<Caller> {
+  if (token === undefined) {
+    throw new DomainError(
+      "unauthenticated",
+      "missing credentials: send the header `Authorization: Bearer <token>` with the token " +
+        "CreateTeam or AddMember returned",
+    );
+  }
+  if (!isWellFormedToken(token)) {
+    throw new DomainError("unauthenticated", "malformed token: expected tp_ and 43 characters");
+  }
+  return resolveCaller(options, hashToken(token));
+}
+
+export function bearerToken(header: string | null | undefined): string | undefined {
+  if (header === null || header === undefined) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header.trim());
   // A header that is there but not a bearer token is malformed, not missing.
   return match ? match[1] : header.trim() === "" ? undefined : "";
@@ -88,7 +104,7 @@ function bearerToken(header: string | null): string | undefined {
 
 // last_seen_at is a write; doing it on every call would double the write load of reads.
 // Batched: ids collected, written together at most once per interval per member.
-function createTouchThrottle(db: Database, intervalMs: number): (memberId: number) => void {
+export function createTouchThrottle(db: Database, intervalMs: number): (memberId: number) => void {
   const lastWritten = new Map<number, number>();
   let pending = new Set<number>();
   let scheduled = false;

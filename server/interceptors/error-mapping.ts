@@ -65,33 +65,38 @@ export function toConnectError(err: unknown): ConnectError {
   return new ConnectError("internal error", Code.Internal, undefined, undefined, err);
 }
 
+/**
+ * The Connect error a call ends with, logged: a refusal is the client's business (one line
+ * without a stack); anything else is ours (an error, with its cause). A call the client
+ * abandoned (`aborted`) ends in whatever error the dead stream raised: a cancellation, not
+ * a fault of ours.
+ */
+export function reportCallError(
+  logger: Logger,
+  method: string,
+  err: unknown,
+  aborted: boolean,
+): ConnectError {
+  const ce =
+    aborted && !(err instanceof DomainError)
+      ? new ConnectError("the client went away", Code.Canceled, undefined, undefined, err)
+      : toConnectError(err);
+  if (ce.code === Code.Internal || ce.code === Code.Unavailable) {
+    logger.error(
+      { event: "rpc_error", method, code: Code[ce.code], err: ce.cause ?? err },
+      ce.rawMessage,
+    );
+  } else {
+    logger.info({ event: "rpc_refused", method, code: Code[ce.code] }, ce.rawMessage);
+  }
+  return ce;
+}
+
 /** Maps errors of unary calls and of streams (thrown mid-stream) alike, and logs them. */
 export function errorMappingInterceptor(logger: Logger): Interceptor {
-  const report = (method: string, err: unknown): ConnectError => {
-    const ce = toConnectError(err);
-    // A refusal is the client's business: one line without a stack. Anything else is
-    // ours: logged as an error with its cause.
-    if (ce.code === Code.Internal || ce.code === Code.Unavailable) {
-      logger.error(
-        { event: "rpc_error", method, code: Code[ce.code], err: ce.cause ?? err },
-        ce.rawMessage,
-      );
-    } else {
-      logger.info({ event: "rpc_refused", method, code: Code[ce.code] }, ce.rawMessage);
-    }
-    return ce;
-  };
   return (next) => async (req) => {
     const method = `${req.service.typeName}/${req.method.name}`;
-    // A call the client abandoned ends in whatever error the dead stream raised: that is a
-    // cancellation, not a fault of ours.
-    const mapped = (err: unknown) =>
-      req.signal.aborted && !(err instanceof DomainError)
-        ? report(
-            method,
-            new ConnectError("the client went away", Code.Canceled, undefined, undefined, err),
-          )
-        : report(method, err);
+    const mapped = (err: unknown) => reportCallError(logger, method, err, req.signal.aborted);
     try {
       const res = await next(req);
       if (!res.stream) return res;
