@@ -4,6 +4,8 @@ import net from "node:net";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
 import { capGrpcMessage } from "./grpc-message-cap.js";
 import type { Logger } from "./logger.js";
+import { capGrpcWebMessage } from "./oversized-grpc-web-message.js";
+import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
 import { reportParseErrorsAsInvalidArgument } from "./parse-error-codes.js";
 import { guardSlowConsumer } from "./slow-consumer-guard.js";
 
@@ -40,6 +42,14 @@ export interface RunningServer {
 // Every HTTP/2 connection starts with this preface; an HTTP/1.1 one starts with a method.
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 
+// HTTP/2 receive windows (Node's default: 64 KiB per stream and per connection). A message
+// up to readMaxBytes (1 MiB) then arrives in one round trip, and so does the rest of an
+// oversized body that is refused early and then read and dropped
+// (oversized-request-bodies.ts): what a Node client cannot send stays counted against its
+// session memory, and calls sent one after another outran the dropping.
+const STREAM_RECEIVE_WINDOW = 2 * 1024 * 1024;
+const CONNECTION_RECEIVE_WINDOW = 8 * 1024 * 1024;
+
 /**
  * One cleartext port for gRPC, gRPC-Web and Connect, over HTTP/2 (prior knowledge) and
  * HTTP/1.1. Node's http2 server with allowHTTP1 only falls back to HTTP/1.1 under TLS, so
@@ -62,7 +72,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       inFlight--;
       if (inFlight === 0) drained?.();
     });
+    // Innermost first: a response is rewritten before its end may wait for the request.
+    finishUnreadRequestBodies(req, res);
     capGrpcMessage(res);
+    capGrpcWebMessage(res);
     reportParseErrorsAsInvalidArgument(res);
     guardSlowConsumer(req, res, slowConsumerMs, (stalledMs) =>
       logger.warn(
@@ -75,13 +88,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
 
   const h1 = http.createServer(counted as http.RequestListener);
   const h2 = http2.createServer(
-    {},
+    { settings: { initialWindowSize: STREAM_RECEIVE_WINDOW } },
     counted as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void,
   );
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
+    if (!session.destroyed) session.setLocalWindowSize(CONNECTION_RECEIVE_WINDOW);
     session.once("close", () => sessions.delete(session));
     keepSessionAlive(session, keepaliveMs);
     if (stopping) session.close();
@@ -93,6 +107,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
     keepSocketAlive(socket, keepaliveMs);
+    // What http.createServer does for connections it accepts itself (noDelay, default true).
+    // Without it, a response's last small write (e.g. one held until the request body is
+    // in) waited for the client's delayed ACK, 40 ms.
+    socket.setNoDelay(true);
     routeBySniffing(socket, (isH2) => (isH2 ? h2 : h1).emit("connection", socket));
   });
 
