@@ -3,6 +3,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { fixConnectResponses } from "./connect-response-fixes.js";
 import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
@@ -133,13 +134,14 @@ export function createApp(options: AppOptions): App {
         readMaxBytes: READ_MAX_BYTES,
         contextValues: contextValuesFor,
       });
-      if (options.grpcSubscribeFastPath === false) return connect;
       const fast = { db, cache: callers, touch, deliveries, logger };
-      // gRPC Subscribe streams skip connect-node's pipeline (streaming/grpc-subscribe.ts).
+      const fastPath = options.grpcSubscribeFastPath !== false;
       const handler: ReturnType<typeof connectNodeAdapter> = (req, res) => {
-        if ("stream" in req && isGrpcSubscribe(req)) {
+        // gRPC Subscribe streams skip connect-node's pipeline (streaming/grpc-subscribe.ts).
+        if (fastPath && "stream" in req && isGrpcSubscribe(req)) {
           void serveGrpcSubscribe(req, res as Http2ServerResponse, fast);
         } else {
+          fixConnectResponses(res as Http2ServerResponse);
           connect(req, res);
         }
       };

@@ -2,11 +2,8 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
-import { capGrpcMessage } from "./grpc-message-cap.js";
 import type { Logger } from "./logger.js";
-import { capGrpcWebMessage } from "./oversized-grpc-web-message.js";
 import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
-import { reportParseErrorsAsInvalidArgument } from "./parse-error-codes.js";
 import { guardSlowConsumer } from "./slow-consumer-guard.js";
 
 type Handler = (
@@ -72,11 +69,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       inFlight--;
       if (inFlight === 0) drained?.();
     });
-    // Innermost first: a response is rewritten before its end may wait for the request.
+    // Innermost: a response (rewritten by the handler's own wrappers, see
+    // connect-response-fixes.ts) is complete before its end may wait for the request.
     finishUnreadRequestBodies(req, res);
-    capGrpcMessage(res);
-    capGrpcWebMessage(res);
-    reportParseErrorsAsInvalidArgument(res);
     guardSlowConsumer(req, res, slowConsumerMs, (stalledMs) =>
       logger.warn(
         { event: "slow_consumer_cut", path: req.url, stalledMs },
