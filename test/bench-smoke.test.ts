@@ -121,6 +121,7 @@ describe("bench smoke", () => {
         expect(s.throughput.result.runs.map((r) => [r.pattern, r.concurrency])).toEqual([
           ...concurrency.map((c) => ["spread", c]),
           ...concurrency.map((c) => ["one-inbox", c]),
+          ...concurrency.map((c) => ["rpc-floor", c]),
         ]);
         for (const run of s.throughput.result.runs) {
           expect(run.errors, JSON.stringify(run)).toBe(0);
