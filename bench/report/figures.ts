@@ -227,8 +227,14 @@ function memoryFigures(s: Scenarios): Figure[] {
   const result = ok(s.memory);
   if (!result) return [];
   const target = { op: "<=", value: TARGETS.kbPerIdleStream } as const;
-  return result.levels.map((level): Figure => {
+  return result.levels.map((level, i): Figure => {
     const kb = Math.round(level.bytesPerStream / 100) / 10;
+    // From the level before: the cost of one more stream, without the fixed costs (heap
+    // capacity V8 adds in steps) that the first level carries.
+    const previous = result.levels[i - 1];
+    const marginal = previous
+      ? `; ${((level.rssAfterGcBytes - previous.rssAfterGcBytes) / (level.streams - previous.streams) / 1000).toFixed(1)} KB per stream from ${previous.streams.toLocaleString("en-US")} streams`
+      : "";
     return {
       scenario: "memory",
       figure: `per idle stream @${level.streams.toLocaleString("en-US")} streams`,
@@ -239,7 +245,8 @@ function memoryFigures(s: Scenarios): Figure[] {
       note:
         `RSS after GC; without forcing GC ${(level.bytesPerStreamNoGc / 1000).toFixed(1)} KB, ` +
         `V8 heap ${(level.heapBytesPerStream / 1000).toFixed(1)} KB; server RSS ` +
-        `${(level.rssAfterGcBytes / 2 ** 20).toFixed(0)} MiB; ${result.connections} connections`,
+        `${(level.rssAfterGcBytes / 2 ** 20).toFixed(0)} MiB; ${result.connections} connections` +
+        marginal,
     };
   });
 }

@@ -58,7 +58,7 @@ export async function runMemory(
   const p = ctx.profile.memory;
   const { signal } = ctx;
   const most = Math.max(...p.levels);
-  const needed = p.warmupStreams + most;
+  const needed = p.warmupStreams + most + p.rehearsalStreams;
   const connections = new Connections(ctx.url, p.connections);
   const streams: OpenStream[] = [];
   try {
@@ -111,12 +111,36 @@ export async function runMemory(
       };
     };
 
+    // The rehearsal: the last members' streams, opened in chunks as the levels are, then
+    // closed, before anything is read.
+    const rehearsal = members.slice(members.length - p.rehearsalStreams);
+    for (let i = 0; i < rehearsal.length; i += p.openChunk) {
+      const opened = rehearsal
+        .slice(i, i + p.openChunk)
+        .map((m, k) =>
+          openStream(connections.client(i + k), m.token, () => {}, { afterSeq: 0n, signal }),
+        );
+      await within(
+        "the rehearsal streams to be live",
+        30_000,
+        Promise.all(opened.map((s) => s.firstEnvelope)),
+        signal,
+      );
+      for (const s of opened) s.close();
+      await Promise.all(opened.map((s) => s.ended));
+    }
     await openUpTo(p.warmupStreams);
     // Setting up thousands of members leaves freed pages the process gives back to the OS
-    // only over the next seconds: a first reading would count that return against the
-    // streams (a 1,000-stream level once came out negative). The second reading is settled.
-    await read();
-    const baseline = await read();
+    // only over the next seconds: an early reading would count that return against the
+    // streams (a 1,000-stream level came out negative, by 16-40 KB per stream). Read until
+    // two readings in a row agree.
+    let baseline = await read();
+    for (let i = 0; i < 6; i++) {
+      const again = await read();
+      const settled = Math.abs(again.rssAfterGcBytes - baseline.rssAfterGcBytes) < 2 * 2 ** 20;
+      baseline = again;
+      if (settled) break;
+    }
     const levels: MemoryLevel[] = [];
     for (const level of p.levels) {
       const started = performance.now();
