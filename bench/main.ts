@@ -181,6 +181,7 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
   const context = (server: BenchServer, signal: AbortSignal): ScenarioContext => ({
     url: server.url,
     serverCpuMs: () => server.cpuMs(),
+    serverLoopDelay: () => server.eventLoopDelay(),
     runId,
     profile,
     log,

@@ -1,14 +1,28 @@
+import { monitorEventLoopDelay } from "node:perf_hooks";
+
 /**
- * Loaded into the server process by the memory scenario only
- * (`node --expose-gc --import tsx --import ./bench/server-probe.ts server/main.ts`), so the
- * server's code is measured unchanged. On SIGUSR2: a full garbage collection, then one JSON
- * line with process.memoryUsage(), which the bench reads from the server's stdout. Without
- * the collection, garbage left by opening thousands of streams would count as their memory.
+ * Loaded into the servers the bench starts
+ * (`node [--expose-gc] --import tsx --import ./bench/server-probe.ts server/main.ts`), so the
+ * server's code is measured unchanged. On SIGUSR2: a full garbage collection (only where
+ * --expose-gc is given: the memory scenario's server), then one JSON line with
+ * process.memoryUsage() and the event loop's delay since the last report, which the bench
+ * reads from the server's stdout. Without the collection, garbage left by opening thousands
+ * of streams would count as their memory.
  */
 declare const gc: (() => void) | undefined;
+
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+loopDelay.enable();
 
 process.on("SIGUSR2", () => {
   if (typeof gc === "function") gc();
   const usage = process.memoryUsage();
-  process.stdout.write(`${JSON.stringify({ event: "bench_memory", ...usage })}\n`);
+  const ms = (ns: number) => Math.round(ns / 1e3) / 1e3;
+  const eventLoopDelay = {
+    p50Ms: ms(loopDelay.percentile(50)),
+    p99Ms: ms(loopDelay.percentile(99)),
+    maxMs: ms(loopDelay.max),
+  };
+  loopDelay.reset();
+  process.stdout.write(`${JSON.stringify({ event: "bench_memory", ...usage, eventLoopDelay })}\n`);
 });

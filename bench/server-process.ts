@@ -21,6 +21,8 @@ export interface BenchServer {
   cpuMs(): Promise<number | undefined>;
   /** After a full GC, process.memoryUsage() in the server (needs `probe`, see server-probe.ts). */
   memoryAfterGc(): Promise<NodeJS.MemoryUsage>;
+  /** The server's event-loop delay since the previous call (resets it). */
+  eventLoopDelay(): Promise<LoopDelay>;
   /** SIGTERM, then SIGKILL if it has not exited in time. */
   stop(): Promise<void>;
 }
@@ -40,6 +42,8 @@ export async function startBenchServer(
   // shrinks it when idle, which moved RSS by ~40 MB between readings, as much as 1,000
   // streams weigh. Pinned, it is the same in every reading and cancels out of the deltas;
   // the server can reach that size anyway, so nothing is hidden.
+  // Every server gets the probe (event-loop delay); only the memory server collects garbage
+  // on demand.
   const probe = options.probe
     ? [
         "--expose-gc",
@@ -48,7 +52,7 @@ export async function startBenchServer(
         "--import",
         "./bench/server-probe.ts",
       ]
-    : [];
+    : ["--import", "./bench/server-probe.ts"];
   // V8's sampling profiler, written when the server exits (it exits cleanly on SIGTERM): one
   // file per thread, CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile (tsx has a loader thread).
   const profile = options.cpuProfileDir
@@ -87,7 +91,7 @@ export async function startBenchServer(
   });
   // Keep only a tail of the log: an error at stop is worth showing, a long run's log is not.
   // Whole lines are scanned for the probe's answers.
-  const probeWaiters: ((usage: NodeJS.MemoryUsage) => void)[] = [];
+  const probeWaiters: ((usage: ProbeReport) => void)[] = [];
   let partial = "";
   child.stdout?.on("data", (chunk: string) => {
     if (output.length > 64_000) output = output.slice(-16_000);
@@ -106,25 +110,44 @@ export async function startBenchServer(
     cpuMs: () => cpuOf(pid),
     memoryAfterGc() {
       if (!options.probe) return Promise.reject(new Error("server started without the probe"));
-      const answer = new Promise<NodeJS.MemoryUsage>((resolve, reject) => {
-        const waiter = (usage: NodeJS.MemoryUsage) => {
-          clearTimeout(timer);
-          resolve(usage);
-        };
-        const timer = setTimeout(() => {
-          probeWaiters.splice(probeWaiters.indexOf(waiter), 1);
-          reject(new Error("no answer from the probe"));
-        }, 10_000);
-        probeWaiters.push(waiter);
-      });
-      child.kill("SIGUSR2");
-      return answer;
+      return askProbe();
+    },
+    async eventLoopDelay() {
+      return (await askProbe()).eventLoopDelay;
     },
     stop() {
       stopping ??= stopChild(child, exited);
       return stopping;
     },
   };
+
+  function askProbe(): Promise<ProbeReport> {
+    const answer = new Promise<ProbeReport>((resolve, reject) => {
+      const waiter = (usage: ProbeReport) => {
+        clearTimeout(timer);
+        resolve(usage);
+      };
+      const timer = setTimeout(() => {
+        probeWaiters.splice(probeWaiters.indexOf(waiter), 1);
+        reject(new Error("no answer from the probe"));
+      }, 10_000);
+      probeWaiters.push(waiter);
+    });
+    child.kill("SIGUSR2");
+    return answer;
+  }
+}
+
+/** What server-probe.ts answers. */
+export interface ProbeReport extends NodeJS.MemoryUsage {
+  /** The server's event-loop delay since the previous report. */
+  eventLoopDelay: LoopDelay;
+}
+
+export interface LoopDelay {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {

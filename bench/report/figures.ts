@@ -1,5 +1,6 @@
 import type { LatencySummary } from "../histogram.js";
 import type { BaselineResult, BaselineStatement } from "../scenarios/baseline.js";
+import type { LatencyRun } from "../scenarios/latency.js";
 import type { Figure, Limit, Scenarios } from "./types.js";
 
 /** The issue's targets (2-core machine, real PostgreSQL, synchronous_commit on). */
@@ -99,12 +100,23 @@ function latencyFigures(s: Scenarios, base: BaselineResult | undefined): Figure[
           : {}),
         ...(label === "p50"
           ? { note: [`${run.delivered} msgs`, ...problems].join("; ") }
-          : problems.length
-            ? { note: problems.join("; ") }
-            : {}),
+          : label === "p99"
+            ? { note: [...problems, loopDelayNote(run)].filter(Boolean).join("; ") }
+            : problems.length
+              ? { note: problems.join("; ") }
+              : {}),
       };
     }),
   );
+}
+
+/** Where sends waited: each process's event-loop delay over the measured window. */
+function loopDelayNote(run: LatencyRun): string {
+  const d = run.loopDelay;
+  if (!d) return "";
+  const of = (x: { p99Ms: number; maxMs: number } | null) =>
+    x ? `p99 ${x.p99Ms} ms, max ${x.maxMs} ms` : "n/a";
+  return `event-loop delay: server ${of(d.server)}; load generator ${of(d.loadGenerator)}`;
 }
 
 function throughputFigures(s: Scenarios, base: BaselineResult | undefined): Figure[] {

@@ -1,4 +1,5 @@
 import type { Profile } from "../profile.js";
+import type { LoopDelay } from "../server-process.js";
 
 /** What every scenario against the server is given. */
 export interface ScenarioContext {
@@ -11,6 +12,8 @@ export interface ScenarioContext {
   log(line: string): void;
   /** The server process's CPU time so far (ms), to tell where a run's time went. */
   serverCpuMs(): Promise<number | undefined>;
+  /** The server's event-loop delay since the previous call (which it resets). */
+  serverLoopDelay(): Promise<LoopDelay>;
   /** Aborts when the scenario's time budget is spent. */
   signal: AbortSignal;
 }

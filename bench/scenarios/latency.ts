@@ -1,7 +1,9 @@
 import { setMaxListeners } from "node:events";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { sleep, within } from "../bounded.js";
 import { as, Connections } from "../connections.js";
 import { LatencyHistogram, type LatencySummary, round } from "../histogram.js";
+import type { LoopDelay } from "../server-process.js";
 import { openStream } from "../subscriber.js";
 import { type BenchTeam, createBenchTeam, text } from "../teams.js";
 import type { ScenarioContext } from "./context.js";
@@ -28,6 +30,11 @@ export interface LatencyRun {
   deliver: LatencySummary;
   /** Intended send time -> Send returned (the message is durable). */
   sendAck: LatencySummary;
+  /**
+   * Event-loop delay during the measured window, of the server and of this process (the
+   * load generator): how long work waited for its turn on each one thread.
+   */
+  loopDelay: { server: LoopDelay | null; loadGenerator: LoopDelay };
 }
 
 export interface LatencyResult {
@@ -118,7 +125,7 @@ async function runAtRate(
   const stopRun = () => run.abort();
   ctx.signal.addEventListener("abort", stopRun, { once: true });
   try {
-    return await measureRate(rate, team, senders, setHandler, p, run.signal);
+    return await measureRate(rate, team, senders, setHandler, p, run.signal, ctx);
   } finally {
     ctx.signal.removeEventListener("abort", stopRun);
     stopRun();
@@ -133,6 +140,7 @@ async function measureRate(
   setHandler: (h: (value: string, atMs: number) => void) => void,
   p: ScenarioContext["profile"]["latency"],
   signal: AbortSignal,
+  ctx: ScenarioContext,
 ): Promise<LatencyRun> {
   const warm = Math.round(rate * p.warmupSec);
   const total = warm + Math.round(rate * p.measureSec);
@@ -188,6 +196,18 @@ async function measureRate(
       });
   };
 
+  // Event-loop delay over the measured window (from the end of the warm-up to the last send).
+  const ownDelay = monitorEventLoopDelay({ resolution: 1 });
+  let serverDelay: Promise<LoopDelay | null> | undefined;
+  const windowStarts = () => {
+    void ctx.serverLoopDelay().catch(() => null); // resets it
+    ownDelay.enable();
+  };
+  const windowEnds = () => {
+    ownDelay.disable();
+    serverDelay = ctx.serverLoopDelay().catch(() => null);
+  };
+
   // The schedule is fixed up front; the timer only decides when to look at it. Sends whose
   // time has come are fired together, each measured from its own scheduled time.
   const start = performance.now() + 20;
@@ -201,6 +221,7 @@ async function measureRate(
           saturated = true;
           return resolve();
         }
+        if (fired === warm) windowStarts();
         fire(fired, now);
         fired++;
       }
@@ -209,6 +230,14 @@ async function measureRate(
     };
     setTimeout(tick, Math.max(0, start - performance.now()));
   });
+
+  if (fired > warm) windowEnds();
+  const ms = (ns: number) => Math.round(ns / 1e3) / 1e3;
+  const loadGenerator: LoopDelay = {
+    p50Ms: ms(ownDelay.percentile(50)),
+    p99Ms: ms(ownDelay.percentile(99)),
+    maxMs: ms(ownDelay.max),
+  };
 
   // Drain: wait for every sent message to be delivered (or its send to fail), bounded.
   const sentMeasured = Math.max(0, fired - warm);
@@ -235,5 +264,6 @@ async function measureRate(
     maxFireLagMs: round(maxFireLagMs),
     deliver: deliver.summary(),
     sendAck: sendAck.summary(),
+    loopDelay: { server: (await serverDelay) ?? null, loadGenerator },
   };
 }

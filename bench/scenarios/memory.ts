@@ -14,6 +14,8 @@ export interface MemoryReading {
   rssAfterGcBytes: number;
   /** V8 heap in use after the GC. */
   heapUsedBytes: number;
+  /** V8 heap reserved (used or not) after the GC: what V8 keeps committed for growth. */
+  heapTotalBytes: number;
   /** Memory outside the V8 heap (Buffers, native objects) after the GC. */
   externalBytes: number;
 }
@@ -107,6 +109,7 @@ export async function runMemory(
         rssBytes,
         rssAfterGcBytes: await medianRss(),
         heapUsedBytes: usage.heapUsed,
+        heapTotalBytes: usage.heapTotal,
         externalBytes: usage.external,
       };
     };
