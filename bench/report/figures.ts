@@ -113,7 +113,7 @@ function latencyFigures(s: Scenarios, base: BaselineResult | undefined): Figure[
 /** Where sends waited: each process's event-loop delay over the measured window. */
 function loopDelayNote(run: LatencyRun): string {
   const d = run.loopDelay;
-  if (!d) return "";
+  if (!d || (!d.server && !d.loadGenerator)) return "";
   const of = (x: { p99Ms: number; maxMs: number } | null) =>
     x ? `p99 ${x.p99Ms} ms, max ${x.maxMs} ms` : "n/a";
   return `event-loop delay: server ${of(d.server)}; load generator ${of(d.loadGenerator)}`;

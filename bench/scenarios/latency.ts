@@ -34,7 +34,7 @@ export interface LatencyRun {
    * Event-loop delay during the measured window, of the server and of this process (the
    * load generator): how long work waited for its turn on each one thread.
    */
-  loopDelay: { server: LoopDelay | null; loadGenerator: LoopDelay };
+  loopDelay: { server: LoopDelay | null; loadGenerator: LoopDelay | null };
 }
 
 export interface LatencyResult {
@@ -199,7 +199,9 @@ async function measureRate(
   // Event-loop delay over the measured window (from the end of the warm-up to the last send).
   const ownDelay = monitorEventLoopDelay({ resolution: 1 });
   let serverDelay: Promise<LoopDelay | null> | undefined;
+  let windowStarted = false;
   const windowStarts = () => {
+    windowStarted = true;
     void ctx.serverLoopDelay().catch(() => null); // resets it
     ownDelay.enable();
   };
@@ -233,11 +235,14 @@ async function measureRate(
 
   if (fired > warm) windowEnds();
   const ms = (ns: number) => Math.round(ns / 1e3) / 1e3;
-  const loadGenerator: LoopDelay = {
-    p50Ms: ms(ownDelay.percentile(50)),
-    p99Ms: ms(ownDelay.percentile(99)),
-    maxMs: ms(ownDelay.max),
-  };
+  // A run that saturated during its warm-up has no measured window.
+  const loadGenerator: LoopDelay | null = windowStarted
+    ? {
+        p50Ms: ms(ownDelay.percentile(50)),
+        p99Ms: ms(ownDelay.percentile(99)),
+        maxMs: ms(ownDelay.max),
+      }
+    : null;
 
   // Drain: wait for every sent message to be delivered (or its send to fail), bounded.
   const sentMeasured = Math.max(0, fired - warm);
