@@ -13,7 +13,7 @@ import type { InboxHub } from "../inbox/hub.js";
 import { cancelRequestsOfStoppingMember } from "../protocols/cancel.js";
 import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
-import { addMember, createTeam, listMembers, stopMember } from "../store/members.js";
+import { addMember, createTeam, findMember, listMembers, stopMember } from "../store/members.js";
 import { generateToken, hashToken } from "../tokens.js";
 import { permissionModeFromProto, toMember } from "./convert.js";
 
@@ -64,7 +64,7 @@ export function membershipHandlers(deps: {
       const caller = requireCaller(ctx.values);
       requireLead(caller, "remove members");
       const { member, canceled } = await db.transaction(async (tx) => {
-        const target = (await listMembers(tx, caller.teamId)).find((m) => m.name === req.name);
+        const target = await findMember(tx, caller.teamId, req.name);
         const canceled = target
           ? await cancelRequestsOfStoppingMember(tx, target, "was removed by the lead")
           : { requestIds: [], deliveries: [] };

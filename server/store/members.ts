@@ -149,6 +149,20 @@ export async function stopMember(db: Queryable, teamId: number, name: string): P
   return toMember(row);
 }
 
+/** One member of a team by name, active or not. */
+export async function findMember(
+  db: Queryable,
+  teamId: number,
+  name: string,
+): Promise<MemberRow | undefined> {
+  const [row] = await db.query<MemberSqlRow>(
+    `SELECT ${memberColumns} FROM members m JOIN teams t ON t.id = m.team_id
+     WHERE m.team_id = $1 AND m.name = $2`,
+    [teamId, name],
+  );
+  return row ? toMember(row) : undefined;
+}
+
 /** Every member of a team, in the order they were added. */
 export async function listMembers(db: Queryable, teamId: number): Promise<MemberRow[]> {
   const rows = await db.query<MemberSqlRow>(
