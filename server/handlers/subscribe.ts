@@ -9,7 +9,7 @@ import {
 } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
 import { RuleViolationError } from "../errors.js";
-import type { InboxHub } from "../inbox/hub.js";
+import type { InboxHub, Subscription } from "../inbox/hub.js";
 import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
 import { MAX_SEQ } from "../interceptors/rules.js";
 import { responseCutKey } from "../slow-consumer-guard.js";
@@ -26,6 +26,13 @@ export interface SubscribeOptions {
   hub: InboxHub;
   /** A heartbeat is sent after this long without a message. */
   heartbeatIntervalMs: number;
+}
+
+interface PageEnd {
+  /** The last seq delivered (or the cursor the page was read after). */
+  cursor: bigint;
+  /** More rows may be waiting: read again at once. */
+  more: boolean;
 }
 
 /** What a Subscribe call yields, whichever way it is served (connect, or the gRPC fast path). */
@@ -62,16 +69,10 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
     try {
       let cursor = req.afterSeq ?? (await inboxPosition(db, caller.id)).ackedSeq;
       for (;;) {
-        const page = await reader.read(caller.id, cursor);
-        for (const message of page.messages) {
-          if (subscription.endReason) break;
-          yield create(SubscribeResponseSchema, {
-            event: { case: "envelope", value: toEnvelope(caller.teamName, message) },
-          });
-          cursor = message.seq;
-        }
+        const end = yield* deliverPage(reader, caller, subscription, cursor);
+        cursor = end.cursor;
         // A full page (by rows or by bytes) means there may be more: read on at once.
-        if (page.more && !subscription.endReason) continue;
+        if (end.more && !subscription.endReason) continue;
         const woke = await subscription.wait(heartbeatIntervalMs);
         if (woke === "ended") break;
         if (woke === "timeout") {
@@ -86,6 +87,29 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
       subscription.close();
     }
   };
+}
+
+/**
+ * Reads one page after `after` and yields its envelopes. A generator of its own, so that
+ * nothing of the page (up to 1 MiB of messages) stays referenced while the subscription
+ * then waits, idle, possibly for hours.
+ */
+async function* deliverPage(
+  reader: InboxReader,
+  caller: Caller,
+  subscription: Subscription,
+  after: bigint,
+): AsyncGenerator<SubscribeResponse, PageEnd> {
+  const page = await reader.read(caller.id, after);
+  let cursor = after;
+  for (const message of page.messages) {
+    if (subscription.endReason) break;
+    yield create(SubscribeResponseSchema, {
+      event: { case: "envelope", value: toEnvelope(caller.teamName, message) },
+    });
+    cursor = message.seq;
+  }
+  return { cursor, more: page.more };
 }
 
 /** Subscribe as a connect handler (Connect, gRPC-Web, and gRPC the fast path leaves alone). */

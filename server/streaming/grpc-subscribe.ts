@@ -84,8 +84,9 @@ export async function serveGrpcSubscribe(
     });
     for await (const message of stream) {
       if (call.signal.aborted) break;
-      const body = toBinary(SubscribeResponseSchema, message);
-      if (!res.write(frame(body))) await drained(res, call.signal);
+      if (!res.write(frame(toBinary(SubscribeResponseSchema, message)))) {
+        await drained(res, call.signal);
+      }
     }
     if (call.signal.reason instanceof ConnectError) throw call.signal.reason;
     end(res, sendHeaders, undefined);
