@@ -10,6 +10,7 @@ import { requestHandlers } from "./handlers/requests.js";
 import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
+import type { RawStreams } from "./http-server.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
@@ -54,6 +55,12 @@ export interface App {
   routes(router: ConnectRouter): void;
   /** The Node request handler for the HTTP server: every service, limits, context values. */
   nodeHandler(): ReturnType<typeof connectNodeAdapter>;
+  /**
+   * HTTP/2 streams the app serves itself, before Node builds its compatibility objects
+   * (gRPC Subscribe, streaming/grpc-subscribe.ts): give it to the HTTP server as
+   * `rawStreams`. Undefined when the fast path is turned off.
+   */
+  rawStreams(): RawStreams | undefined;
   /** Live subscriptions of this process. */
   readonly hub: InboxHub;
   /** Expires overdue requests (runs on a timer until close()). */
@@ -134,18 +141,19 @@ export function createApp(options: AppOptions): App {
         readMaxBytes: READ_MAX_BYTES,
         contextValues: contextValuesFor,
       });
-      const fast = { db, cache: callers, touch, deliveries, logger };
-      const fastPath = options.grpcSubscribeFastPath !== false;
       const handler: ReturnType<typeof connectNodeAdapter> = (req, res) => {
-        // gRPC Subscribe streams skip connect-node's pipeline (streaming/grpc-subscribe.ts).
-        if (fastPath && "stream" in req && isGrpcSubscribe(req)) {
-          void serveGrpcSubscribe(req, res as Http2ServerResponse, fast);
-        } else {
-          fixConnectResponses(res as Http2ServerResponse);
-          connect(req, res);
-        }
+        fixConnectResponses(res as Http2ServerResponse);
+        connect(req, res);
       };
       return handler;
+    },
+    rawStreams() {
+      if (options.grpcSubscribeFastPath === false) return undefined;
+      const fast = { db, cache: callers, touch, deliveries, logger };
+      return {
+        accepts: isGrpcSubscribe,
+        serve: (stream, headers, cut) => void serveGrpcSubscribe(stream, headers, cut, fast),
+      };
     },
   };
   return app;

@@ -4,16 +4,29 @@ import net from "node:net";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
 import type { Logger } from "./logger.js";
 import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
-import { guardSlowConsumer } from "./slow-consumer-guard.js";
+import { guardSlowConsumer, guardSlowStream } from "./slow-consumer-guard.js";
 
 type Handler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
   res: http.ServerResponse | http2.Http2ServerResponse,
 ) => void;
 
+/** HTTP/2 streams a handler serves on the bare stream, without Node's req/res objects. */
+export interface RawStreams {
+  accepts(headers: http2.IncomingHttpHeaders): boolean;
+  /** `cut` aborts when the slow-consumer guard cut the stream. */
+  serve(
+    stream: http2.ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    cut: AbortSignal,
+  ): void;
+}
+
 export interface ServerOptions {
   /** The request handler (connectNodeAdapter's), served over HTTP/1.1 and HTTP/2 alike. */
   handler: Handler;
+  /** HTTP/2 streams served before (instead of) `handler` (App.rawStreams()). */
+  rawStreams?: RawStreams | undefined;
   host: string;
   /** 0 picks a free port. */
   port: number;
@@ -86,6 +99,35 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     { settings: { initialWindowSize: STREAM_RECEIVE_WINDOW } },
     counted as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void,
   );
+  const raw = options.rawStreams;
+  if (raw) {
+    // Node serves `handler` through one 'stream' listener that builds the compatibility
+    // objects (req/res). Streams `raw` accepts skip it: they are served on the bare stream,
+    // counted and guarded against slow consumers the same way.
+    const [compat] = h2.listeners("stream") as ((...args: unknown[]) => void)[];
+    if (compat) h2.removeListener("stream", compat);
+    h2.on("stream", (stream, headers, ...rest) => {
+      if (!raw.accepts(headers)) {
+        compat?.(stream, headers, ...rest);
+        return;
+      }
+      inFlight++;
+      stream.once("close", () => {
+        inFlight--;
+        if (inFlight === 0) drained?.();
+      });
+      // A reset (the client cancelled, or the guard cut it) is an 'error' on a bare stream:
+      // it ends the call through 'close', and must not end the process.
+      stream.on("error", () => {});
+      const cut = guardSlowStream(stream, slowConsumerMs, (stalledMs) =>
+        logger.warn(
+          { event: "slow_consumer_cut", path: headers[":path"], stalledMs },
+          "cut a response whose client stopped reading; it can resume from its last seq",
+        ),
+      );
+      raw.serve(stream, headers, cut);
+    });
+  }
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {

@@ -28,7 +28,13 @@ export async function run(
   });
   await app.ready;
   const handler = app.nodeHandler();
-  const server = await startServer({ handler, host: config.host, port: config.port, logger });
+  const server = await startServer({
+    handler,
+    rawStreams: app.rawStreams(),
+    host: config.host,
+    port: config.port,
+    logger,
+  });
   logger.info(
     {
       event: "start",

@@ -60,7 +60,15 @@ function holdEndUntilDrained(req: http.IncomingMessage, res: http.ServerResponse
   };
 }
 
-function drainThenReset(req: http2.Http2ServerRequest, stream: http2.ServerHttp2Stream): void {
+/**
+ * For an HTTP/2 stream served without Node's compatibility objects, once its response is
+ * complete (trailers sent): the rest of an unread request is read and dropped, as above.
+ */
+export function finishUnreadStreamBody(stream: http2.ServerHttp2Stream): void {
+  if (!stream.closed && !stream.readableEnded) drainThenReset(stream, stream);
+}
+
+function drainThenReset(body: Readable, stream: http2.ServerHttp2Stream): void {
   const reset = () => {
     stop();
     if (!stream.closed) stream.close(http2.constants.NGHTTP2_NO_ERROR);
@@ -69,7 +77,7 @@ function drainThenReset(req: http2.Http2ServerRequest, stream: http2.ServerHttp2
   };
   let stop = () => {};
   const quiet = setTimeout(reset, QUIET_MS);
-  stop = dropRest(req, {
+  stop = dropRest(body, {
     chunk: () => quiet.refresh(),
     end: () => clearTimeout(quiet), // END_STREAM: the stream closes by itself
     tooMuch: reset,

@@ -14,9 +14,6 @@ export const responseCutKey = createContextKey<AbortSignal | undefined>(undefine
   description: "aborted when a slow consumer's response is cut",
 });
 
-/** The request's cut signal (for handlers served outside connect-node). */
-export const responseCutSignal = (req: Request): AbortSignal | undefined => cutSignals.get(req);
-
 /** connectNodeAdapter's `contextValues`: hands the request's cut signal to handlers. */
 export function contextValuesFor(req: Request) {
   return createContextValues().set(responseCutKey, cutSignals.get(req));
@@ -38,8 +35,38 @@ export function guardSlowConsumer(
   limitMs: number,
   onCut: (stalledMs: number) => void,
 ): void {
+  const reset = () => {
+    if ("stream" in res && res.stream) {
+      res.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    } else {
+      res.socket?.destroy();
+    }
+  };
+  cutSignals.set(req, guardWrites(res, limitMs, reset, onCut));
+}
+
+/** The same guard for an HTTP/2 stream served without Node's compatibility objects. */
+export function guardSlowStream(
+  stream: http2.ServerHttp2Stream,
+  limitMs: number,
+  onCut: (stalledMs: number) => void,
+): AbortSignal {
+  return guardWrites(
+    stream,
+    limitMs,
+    () => stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM),
+    onCut,
+  );
+}
+
+/** Watches `out`'s writes; returns the signal that aborts when `reset` cut it. */
+function guardWrites(
+  out: Response | http2.ServerHttp2Stream,
+  limitMs: number,
+  reset: () => void,
+  onCut: (stalledMs: number) => void,
+): AbortSignal {
   const cutController = new AbortController();
-  cutSignals.set(req, cutController.signal);
   let timer: NodeJS.Timeout | undefined;
   let since = 0;
   let flushedLast = true;
@@ -53,27 +80,23 @@ export function guardSlowConsumer(
     if (cutController.signal.aborted) return;
     onCut(Date.now() - since);
     cutController.abort();
-    if ("stream" in res && res.stream) {
-      res.stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
-    } else {
-      res.socket?.destroy();
-    }
+    reset();
   };
   const check = () => {
     timer = undefined;
     if (!flushedLast) cut();
   };
 
-  const write = res.write.bind(res) as (chunk: Uint8Array, ...rest: unknown[]) => boolean;
-  // The handler writes through res.write: each write is where a stall shows.
-  (res as { write: (chunk: Uint8Array, ...rest: unknown[]) => boolean }).write = (
+  const write = out.write.bind(out) as (chunk: Uint8Array, ...rest: unknown[]) => boolean;
+  // The handler writes through write(): each write is where a stall shows.
+  (out as { write: (chunk: Uint8Array, ...rest: unknown[]) => boolean }).write = (
     chunk,
     ...rest
   ) => {
     const flushed = write(chunk, ...rest);
     flushedLast = flushed;
-    // false: the response's buffer is full (over HTTP/2 also when the client's flow-control
-    // window is used up) and the writer now waits for 'drain'.
+    // false: the buffer is full (over HTTP/2 also when the client's flow-control window
+    // is used up) and the writer now waits for 'drain'.
     if (!flushed) {
       if (timer === undefined) {
         since = Date.now();
@@ -83,9 +106,10 @@ export function guardSlowConsumer(
     }
     return flushed;
   };
-  res.on("drain", () => {
+  out.on("drain", () => {
     flushedLast = true;
     clear();
   });
-  res.once("close", clear);
+  out.once("close", clear);
+  return cutController.signal;
 }

@@ -102,6 +102,26 @@ describeEachDatabase(
       expect(err?.rawMessage).toMatch(/removed by the lead/);
     });
 
+    it("a client that cancels (RST_STREAM) releases its subscription; the server carries on", async () => {
+      const t = await env().team("quits");
+      const before = env().app.hub.size;
+      const client = env().client(t.member("quits").token, "grpc");
+      const abort = new AbortController();
+      const stream = client.subscribe({ afterSeq: 0n }, { signal: abort.signal });
+      const it = stream[Symbol.asyncIterator]();
+      await t.lead.send({ to: "quits", message: text("hello") });
+      expect((await it.next()).done).toBe(false);
+      expect(env().app.hub.size).toBe(before + 1);
+      abort.abort();
+      await it.next().catch(() => undefined);
+      const deadline = Date.now() + 5_000;
+      while (env().app.hub.size > before && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(env().app.hub.size).toBe(before);
+      expect(await firstEvents(client, 1, 0n)).toEqual(["1:team-lead:hello"]);
+    });
+
     it("grpc-timeout ends the stream with DeadlineExceeded", async () => {
       const t = await env().team("late");
       const started = Date.now();

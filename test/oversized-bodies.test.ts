@@ -39,6 +39,7 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
     const logger = pino({ level: "warn" }, { write: (line: string) => events.push(line) });
     const server = await startServer({
       handler: env().app.nodeHandler(),
+      rawStreams: env().app.rawStreams(),
       host: "127.0.0.1",
       port: 0,
       logger,

@@ -13,7 +13,7 @@ import { authenticate, bearerToken } from "../interceptors/auth.js";
 import type { CallerCache } from "../interceptors/caller-cache.js";
 import { reportCallError } from "../interceptors/error-mapping.js";
 import type { Logger } from "../logger.js";
-import { responseCutSignal } from "../slow-consumer-guard.js";
+import { finishUnreadStreamBody } from "../oversized-request-bodies.js";
 import type { Database } from "../store/database.js";
 
 const PATH = `/${TeamService.typeName}/${TeamService.method.subscribe.name}`;
@@ -22,14 +22,14 @@ const METHOD = `${TeamService.typeName}/${TeamService.method.subscribe.name}`;
 const MAX_REQUEST_BYTES = 64 * 1024;
 
 /**
- * Whether this request is a gRPC Subscribe (HTTP/2, binary protobuf, no compression or
- * gzip) that the fast path serves. Everything else (Connect, gRPC-Web, gRPC with JSON or
- * another compression) goes to connect-node as before.
+ * Whether this HTTP/2 stream is a gRPC Subscribe (binary protobuf, no compression or gzip)
+ * that the fast path serves. Everything else (Connect, gRPC-Web, gRPC with JSON or another
+ * compression) goes to connect-node as before.
  */
-export function isGrpcSubscribe(req: http2.Http2ServerRequest): boolean {
-  if (req.httpVersionMajor !== 2 || req.method !== "POST" || req.url !== PATH) return false;
-  const type = req.headers["content-type"];
-  const encoding = req.headers["grpc-encoding"];
+export function isGrpcSubscribe(headers: http2.IncomingHttpHeaders): boolean {
+  if (headers[":method"] !== "POST" || headers[":path"] !== PATH) return false;
+  const type = headers["content-type"];
+  const encoding = headers["grpc-encoding"];
   return (
     (type === "application/grpc" || type === "application/grpc+proto") &&
     (encoding === undefined || encoding === "identity" || encoding === "gzip")
@@ -45,51 +45,53 @@ export interface GrpcSubscribeDeps {
 }
 
 /**
- * Subscribe over gRPC, served without connect-node's generic streaming pipeline. An idle
+ * Subscribe over gRPC, served on the bare HTTP/2 stream: without connect-node's generic
+ * streaming pipeline and without Node's compatibility objects (req/res). An idle
  * subscription is the server's commonest state (one per agent, open for hours): through
- * connect-node each one held about 34 KB of heap in its chain of stream transforms, a bare
- * HTTP/2 stream about 4 KB (measured, bench/ memory scenario). Here the same delivery loop
- * (handlers/subscribe.ts) writes gRPC frames directly: a 5-byte prefix and the protobuf
- * message, then the status in the trailers, errors encoded by connect's own gRPC helpers,
- * so clients see exactly what connect-node would send.
+ * connect-node each one held about 34 KB of heap in its chain of stream transforms, and
+ * Node's compatibility objects another ~3 KB (measured, bench/ memory scenario). Here the
+ * same delivery loop (handlers/subscribe.ts) writes gRPC frames directly: a 5-byte prefix
+ * and the protobuf message, then the status in the trailers, errors encoded by connect's own
+ * gRPC helpers, so clients see exactly what connect-node would send.
  */
 export async function serveGrpcSubscribe(
-  req: http2.Http2ServerRequest,
-  res: http2.Http2ServerResponse,
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  cut: AbortSignal | undefined,
   deps: GrpcSubscribeDeps,
 ): Promise<void> {
   const call = new AbortController();
   const onClose = () => call.abort();
-  res.once("close", onClose);
+  stream.once("close", onClose);
   let deadline: NodeJS.Timeout | undefined;
   let headersSent = false;
   const sendHeaders = () => {
     if (headersSent) return;
     headersSent = true;
-    res.writeHead(200, { "content-type": req.headers["content-type"] ?? "application/grpc" });
+    stream.respond(
+      { ":status": 200, "content-type": headers["content-type"] ?? "application/grpc" },
+      { waitForTrailers: true },
+    );
   };
   try {
-    const timeout = parseTimeout(headerValue(req, "grpc-timeout") ?? null, 2 ** 31 - 1);
+    const timeout = parseTimeout(headerValue(headers, "grpc-timeout") ?? null, 2 ** 31 - 1);
     if (timeout.error) throw timeout.error;
     if (timeout.timeoutMs !== undefined) {
       deadline = setTimeout(() => call.abort(deadlineExceeded()), timeout.timeoutMs);
     }
-    const request = await readRequest(req, call.signal);
-    const caller = await authenticate(deps, bearerToken(req.headers.authorization));
+    const request = await readRequest(stream, headers, call.signal);
+    const caller = await authenticate(deps, bearerToken(headerValue(headers, "authorization")));
     deps.touch(caller.id);
     sendHeaders();
-    const stream = deps.deliveries(caller, request, {
-      call: call.signal,
-      cut: responseCutSignal(req),
-    });
-    for await (const message of stream) {
+    const messages = deps.deliveries(caller, request, { call: call.signal, cut });
+    for await (const message of messages) {
       if (call.signal.aborted) break;
-      if (!res.write(frame(toBinary(SubscribeResponseSchema, message)))) {
-        await drained(res, call.signal);
+      if (!stream.write(frame(toBinary(SubscribeResponseSchema, message)))) {
+        await drained(stream, call.signal);
       }
     }
     if (call.signal.reason instanceof ConnectError) throw call.signal.reason;
-    end(res, sendHeaders, undefined);
+    end(stream, sendHeaders, undefined);
   } catch (err) {
     const aborted = call.signal.aborted && !(call.signal.reason instanceof ConnectError);
     const ce = reportCallError(
@@ -98,15 +100,15 @@ export async function serveGrpcSubscribe(
       call.signal.reason instanceof ConnectError ? call.signal.reason : err,
       aborted,
     );
-    if (!aborted) end(res, sendHeaders, ce);
+    if (!aborted) end(stream, sendHeaders, ce);
   } finally {
     clearTimeout(deadline);
-    res.off("close", onClose);
+    stream.off("close", onClose);
   }
 }
 
-const headerValue = (req: http2.Http2ServerRequest, name: string): string | undefined => {
-  const v = req.headers[name];
+const headerValue = (headers: http2.IncomingHttpHeaders, name: string): string | undefined => {
+  const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
 };
 
@@ -114,20 +116,26 @@ function deadlineExceeded(): ConnectError {
   return new ConnectError("the deadline (grpc-timeout) has passed", Code.DeadlineExceeded);
 }
 
-/** Ends the response with its status in the trailers (after headers, with or without messages). */
+/**
+ * Ends the response with its status in the trailers (after headers, with or without
+ * messages); a request left unread (refused early) is then read and dropped.
+ */
 function end(
-  res: http2.Http2ServerResponse,
+  stream: http2.ServerHttp2Stream,
   sendHeaders: () => void,
   error: ConnectError | undefined,
-) {
-  if (res.writableEnded || res.destroyed) return;
+): void {
+  if (stream.closed || stream.destroyed || stream.writableEnded) return;
   sendHeaders();
   const trailers: Record<string, string> = {};
   setTrailerStatus(new Headers(), error).forEach((value, key) => {
     trailers[key] = value;
   });
-  res.addTrailers(trailers);
-  res.end();
+  stream.once("wantTrailers", () => {
+    stream.sendTrailers(trailers);
+    finishUnreadStreamBody(stream);
+  });
+  stream.end();
 }
 
 /** One gRPC length-prefixed message: flag 0 (not compressed), big-endian length, bytes. */
@@ -140,23 +148,29 @@ function frame(body: Uint8Array): Buffer {
 }
 
 /** Waits until the client reads again (or the call ends). */
-function drained(res: http2.Http2ServerResponse, signal: AbortSignal): Promise<void> {
+function drained(stream: http2.ServerHttp2Stream, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
-      res.off("drain", done);
+      stream.off("drain", done);
       signal.removeEventListener("abort", done);
       resolve();
     };
-    res.once("drain", done);
+    stream.once("drain", done);
     signal.addEventListener("abort", done, { once: true });
   });
 }
 
 /** The one request message: a whole body of exactly one gRPC frame. */
-async function readRequest(req: http2.Http2ServerRequest, signal: AbortSignal) {
+async function readRequest(
+  stream: http2.ServerHttp2Stream,
+  headers: http2.IncomingHttpHeaders,
+  signal: AbortSignal,
+) {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
+  // Stopping early must not destroy the stream: its refusal is still to be sent, and the
+  // rest of the body then read and dropped (finishUnreadStreamBody).
+  for await (const chunk of stream.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     size += chunk.byteLength;
     if (size > MAX_REQUEST_BYTES + 5) {
       throw new ConnectError(
@@ -186,7 +200,7 @@ async function readRequest(req: http2.Http2ServerRequest, signal: AbortSignal) {
   }
   let message: Uint8Array = body.subarray(5);
   if (flags & 0b1) {
-    if (req.headers["grpc-encoding"] !== "gzip") {
+    if (headers["grpc-encoding"] !== "gzip") {
       throw new ConnectError(
         "received compressed envelope, but no grpc-encoding was sent",
         Code.InvalidArgument,

@@ -75,6 +75,7 @@ export async function startTestEnv(
   const handler = app.nodeHandler();
   const server = await startServer({
     handler,
+    rawStreams: app.rawStreams(),
     host: "127.0.0.1",
     port: 0,
     logger: silentLogger(),
