@@ -242,7 +242,8 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     server: {
       dbPoolSize: serverConfig.dbPoolSize,
       heartbeatIntervalMs: serverConfig.heartbeatIntervalMs,
-      transport: "gRPC over HTTP/2 (connect-node), cleartext, loopback",
+      transport:
+        "gRPC over HTTP/2 (unary calls through connect-node, Subscribe on the bare stream), cleartext, loopback",
     },
     targetsApplyTo: "a 2-core machine, real PostgreSQL, synchronous_commit on",
     scenarios,
