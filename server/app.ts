@@ -152,7 +152,14 @@ export function createApp(options: AppOptions): App {
       const fast = { db, cache: callers, touch, deliveries, logger };
       return {
         accepts: isGrpcSubscribe,
-        serve: (stream, headers, cut) => void serveGrpcSubscribe(stream, headers, cut, fast),
+        serve: (stream, headers, cut) => {
+          // It answers every error itself; what escapes is a bug: logged, the stream reset,
+          // the process kept.
+          serveGrpcSubscribe(stream, headers, cut, fast).catch((err: unknown) => {
+            logger.error({ event: "rpc_error", method: "Subscribe", err }, "stream handler failed");
+            stream.destroy();
+          });
+        },
       };
     },
   };

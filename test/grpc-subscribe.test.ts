@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -120,6 +121,47 @@ describeEachDatabase(
       }
       expect(env().app.hub.size).toBe(before);
       expect(await firstEvents(client, 1, 0n)).toEqual(["1:team-lead:hello"]);
+    });
+
+    it("clients that reset mid-request or mid-stream leave the server serving", async () => {
+      const t = await env().team("flaky");
+      const session = http2.connect(env().server.url);
+      session.on("error", () => {});
+      try {
+        const open = () => {
+          const s = session.request({
+            ":method": "POST",
+            ":path": `/${TeamService.typeName}/Subscribe`,
+            "content-type": "application/grpc",
+            te: "trailers",
+            authorization: `Bearer ${t.member("flaky").token}`,
+          });
+          s.on("error", () => {});
+          return s;
+        };
+        const request = toBinary(
+          SubscribeRequestSchema,
+          create(SubscribeRequestSchema, { afterSeq: 0n }),
+        );
+        // Half a request, then a reset.
+        const half = open();
+        half.write(envelope(0, request).subarray(0, 3));
+        await new Promise((r) => setTimeout(r, 50));
+        half.close(http2.constants.NGHTTP2_CANCEL);
+        // A whole request, a reset once the stream is live.
+        const live = open();
+        live.end(envelope(0, request));
+        await new Promise((resolve) => live.once("response", resolve));
+        live.close(http2.constants.NGHTTP2_CANCEL);
+        // A reset before anything was sent.
+        open().close(http2.constants.NGHTTP2_CANCEL);
+        await new Promise((r) => setTimeout(r, 200));
+      } finally {
+        session.close();
+      }
+      await t.lead.send({ to: "flaky", message: text("still here") });
+      const client = env().client(t.member("flaky").token, "grpc");
+      expect(await firstEvents(client, 1, 0n)).toEqual(["1:team-lead:still here"]);
     });
 
     it("grpc-timeout ends the stream with DeadlineExceeded", async () => {

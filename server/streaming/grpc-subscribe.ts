@@ -126,16 +126,24 @@ function end(
   error: ConnectError | undefined,
 ): void {
   if (stream.closed || stream.destroyed || stream.writableEnded) return;
-  sendHeaders();
   const trailers: Record<string, string> = {};
   setTrailerStatus(new Headers(), error).forEach((value, key) => {
     trailers[key] = value;
   });
-  stream.once("wantTrailers", () => {
-    stream.sendTrailers(trailers);
-    finishUnreadStreamBody(stream);
-  });
-  stream.end();
+  try {
+    sendHeaders();
+    stream.once("wantTrailers", () => {
+      try {
+        stream.sendTrailers(trailers);
+      } catch {
+        return; // the stream closed meanwhile (client reset): nobody is left to tell
+      }
+      finishUnreadStreamBody(stream);
+    });
+    stream.end();
+  } catch {
+    // The stream closed between the check and the response (client reset): nothing to send.
+  }
 }
 
 /** One gRPC length-prefixed message: flag 0 (not compressed), big-endian length, bytes. */
