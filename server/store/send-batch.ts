@@ -1,6 +1,11 @@
-import { DomainError, RuleViolationError } from "../errors.js";
 import type { Database } from "./database.js";
-import { BROADCAST, type SendInput, type SendResult } from "./send.js";
+import {
+  BROADCAST,
+  revokedSender,
+  type SendInput,
+  type SendResult,
+  unknownRecipient,
+} from "./send.js";
 
 /** A send the batch path takes: plain, no idempotency key, no protocol hooks. */
 export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;
@@ -129,21 +134,9 @@ function refusalOf(
   senderStatus: string | null,
   targetStatus: string | null,
 ): Error | undefined {
-  if (senderStatus !== "active") {
-    return new DomainError(
-      "unauthenticated",
-      `token revoked: member "${send.sender.name}" is stopped`,
-    );
-  }
+  if (senderStatus !== "active") return revokedSender(send.sender.name);
   if (send.to !== BROADCAST && targetStatus !== "active") {
-    return new RuleViolationError(
-      "known-recipient",
-      "not-found",
-      targetStatus
-        ? `"${send.to}" is stopped and receives no new messages`
-        : `no member "${send.to}" in this team (ListMembers shows who is there)`,
-      "to",
-    );
+    return unknownRecipient(send.to, targetStatus !== null);
   }
   return undefined;
 }

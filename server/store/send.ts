@@ -118,13 +118,23 @@ export async function sendMessage(db: Database, input: SendInput): Promise<SendR
  * may still be in this one's caller cache (interceptors/caller-cache.ts).
  */
 function requireActiveSender(input: SendInput, status: string | undefined): void {
-  if (status !== "active") {
-    throw new DomainError(
-      "unauthenticated",
-      `token revoked: member "${input.sender.name}" is stopped`,
-    );
-  }
+  if (status !== "active") throw revokedSender(input.sender.name);
 }
+
+/** The refusal of a send whose sender was stopped (its token revoked). */
+export const revokedSender = (name: string): DomainError =>
+  new DomainError("unauthenticated", `token revoked: member "${name}" is stopped`);
+
+/** The refusal of a send to a member that is not there (or no longer active). */
+export const unknownRecipient = (to: string, found: boolean): RuleViolationError =>
+  new RuleViolationError(
+    "known-recipient",
+    "not-found",
+    found
+      ? `"${to}" is stopped and receives no new messages`
+      : `no member "${to}" in this team (ListMembers shows who is there)`,
+    "to",
+  );
 
 // Inserting the key first makes a concurrent retry wait on the primary key until this
 // transaction ends, then find the finished result (or, if this one rolled back, claim it).
@@ -180,16 +190,7 @@ async function resolveRecipients(
     [input.teamId, input.to],
   );
   const recipient = rows[0];
-  if (recipient?.status !== "active") {
-    throw new RuleViolationError(
-      "known-recipient",
-      "not-found",
-      recipient
-        ? `"${input.to}" is stopped and receives no new messages`
-        : `no member "${input.to}" in this team (ListMembers shows who is there)`,
-      "to",
-    );
-  }
+  if (recipient?.status !== "active") throw unknownRecipient(input.to, recipient !== undefined);
   return [recipient];
 }
 
