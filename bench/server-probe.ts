@@ -1,4 +1,5 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { summarizeLoopDelay } from "./loop-delay.js";
 
 /**
  * Loaded into the servers the bench starts
@@ -17,12 +18,7 @@ loopDelay.enable();
 process.on("SIGUSR2", () => {
   if (typeof gc === "function") gc();
   const usage = process.memoryUsage();
-  const ms = (ns: number) => Math.round(ns / 1e3) / 1e3;
-  const eventLoopDelay = {
-    p50Ms: ms(loopDelay.percentile(50)),
-    p99Ms: ms(loopDelay.percentile(99)),
-    maxMs: ms(loopDelay.max),
-  };
+  const eventLoopDelay = summarizeLoopDelay(loopDelay);
   loopDelay.reset();
   process.stdout.write(`${JSON.stringify({ event: "bench_memory", ...usage, eventLoopDelay })}\n`);
 });

@@ -3,6 +3,7 @@ import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { configEnvNames } from "../server/config.js";
+import type { LoopDelay } from "./loop-delay.js";
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 const START_TIMEOUT_MS = 30_000;
@@ -142,12 +143,6 @@ export async function startBenchServer(
 export interface ProbeReport extends NodeJS.MemoryUsage {
   /** The server's event-loop delay since the previous report. */
   eventLoopDelay: LoopDelay;
-}
-
-export interface LoopDelay {
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<void> {

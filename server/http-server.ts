@@ -73,24 +73,28 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let inFlight = 0;
   let stopping = false;
   let drained: (() => void) | undefined;
-  const counted: Handler = (req, res) => {
+  /** Counts a call in flight until `call` closes (a graceful stop waits for none left). */
+  const countInFlight = (call: { once(event: "close", listener: () => void): unknown }) => {
     inFlight++;
-    if (stopping && "setHeader" in res && !res.headersSent && req.httpVersionMajor === 1) {
-      res.setHeader("connection", "close");
-    }
-    res.once("close", () => {
+    call.once("close", () => {
       inFlight--;
       if (inFlight === 0) drained?.();
     });
+  };
+  const logCut = (path: string | undefined) => (stalledMs: number) =>
+    logger.warn(
+      { event: "slow_consumer_cut", path, stalledMs },
+      "cut a response whose client stopped reading; it can resume from its last seq",
+    );
+  const counted: Handler = (req, res) => {
+    countInFlight(res);
+    if (stopping && "setHeader" in res && !res.headersSent && req.httpVersionMajor === 1) {
+      res.setHeader("connection", "close");
+    }
     // Innermost: a response (rewritten by the handler's own wrappers, see
     // connect-response-fixes.ts) is complete before its end may wait for the request.
     finishUnreadRequestBodies(req, res);
-    guardSlowConsumer(req, res, slowConsumerMs, (stalledMs) =>
-      logger.warn(
-        { event: "slow_consumer_cut", path: req.url, stalledMs },
-        "cut a response whose client stopped reading; it can resume from its last seq",
-      ),
-    );
+    guardSlowConsumer(req, res, slowConsumerMs, logCut(req.url));
     handler(req, res);
   };
 
@@ -111,21 +115,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         compat?.(stream, headers, ...rest);
         return;
       }
-      inFlight++;
-      stream.once("close", () => {
-        inFlight--;
-        if (inFlight === 0) drained?.();
-      });
+      countInFlight(stream);
       // A reset (the client cancelled, or the guard cut it) is an 'error' on a bare stream:
       // it ends the call through 'close', and must not end the process.
       stream.on("error", () => {});
-      const cut = guardSlowStream(stream, slowConsumerMs, (stalledMs) =>
-        logger.warn(
-          { event: "slow_consumer_cut", path: headers[":path"], stalledMs },
-          "cut a response whose client stopped reading; it can resume from its last seq",
-        ),
-      );
-      raw.serve(stream, headers, cut);
+      raw.serve(stream, headers, guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])));
     });
   }
   const sockets = new Set<net.Socket>();

@@ -1,5 +1,5 @@
+import type { LoopDelay } from "../loop-delay.js";
 import type { Profile } from "../profile.js";
-import type { LoopDelay } from "../server-process.js";
 
 /** What every scenario against the server is given. */
 export interface ScenarioContext {

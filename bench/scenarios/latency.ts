@@ -3,7 +3,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { sleep, within } from "../bounded.js";
 import { as, Connections } from "../connections.js";
 import { LatencyHistogram, type LatencySummary, round } from "../histogram.js";
-import type { LoopDelay } from "../server-process.js";
+import { type LoopDelay, summarizeLoopDelay } from "../loop-delay.js";
 import { openStream } from "../subscriber.js";
 import { type BenchTeam, createBenchTeam, text } from "../teams.js";
 import type { ScenarioContext } from "./context.js";
@@ -234,15 +234,8 @@ async function measureRate(
   });
 
   if (fired > warm) windowEnds();
-  const ms = (ns: number) => Math.round(ns / 1e3) / 1e3;
   // A run that saturated during its warm-up has no measured window.
-  const loadGenerator: LoopDelay | null = windowStarted
-    ? {
-        p50Ms: ms(ownDelay.percentile(50)),
-        p99Ms: ms(ownDelay.percentile(99)),
-        maxMs: ms(ownDelay.max),
-      }
-    : null;
+  const loadGenerator = windowStarted ? summarizeLoopDelay(ownDelay) : null;
 
   // Drain: wait for every sent message to be delivered (or its send to fail), bounded.
   const sentMeasured = Math.max(0, fired - warm);
