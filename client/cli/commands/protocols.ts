@@ -148,7 +148,13 @@ export function protocolCommands(program: Command): void {
       result: o.result ?? "",
       error: o.error ?? "",
       ...(hasUsage
-        ? { usage: { totalTokens: o.tokens, toolUses: o.toolUses, durationMs: o.durationMs } }
+        ? {
+            usage: {
+              totalTokens: o.tokens ?? 0,
+              toolUses: o.toolUses ?? 0,
+              durationMs: o.durationMs ?? 0,
+            },
+          }
         : {}),
     });
     print(
