@@ -337,7 +337,10 @@ export const SubscribeRequestSchema: GenMessage<SubscribeRequest> = /*@__PURE__*
  */
 export type Heartbeat = Message<"team.v1.Heartbeat"> & {
   /**
-   * The highest seq in the caller's inbox when the heartbeat was sent.
+   * The stream's position: every message of the inbox up to this seq was either sent
+   * on this stream or lies at or before the cursor it started from. A client that has
+   * seen no envelope yet resumes after it (a reconnect then starts from here, not from
+   * the ack cursor). It is not the newest seq in the inbox.
    *
    * @generated from field: uint64 last_seq = 1;
    */
