@@ -191,6 +191,9 @@ describe("the team CLI", () => {
     expect(ok(await runTeam(["inbox"], t.env("alice"))).stdout).toBe(
       "(0 messages; acked through seq 3; last seq 3)\n",
     );
+    expect(ok(await runTeam(["broadcast", "stand", "up"], t.env("bob"))).stdout).toBe(
+      "sent to team-lead (seq 1), alice (seq 4)\n",
+    );
   }, 60_000);
 
   it("inbox --follow streams backlog and live messages, acks with --ack, stops at --count or Ctrl-C", async () => {
@@ -322,9 +325,9 @@ describe("the team CLI", () => {
     expect(notLead.stderr).toMatch(
       /^team: refused by rule lead-only-approval \(permission_denied\): /,
     );
-    expect(json(await runTeam(["approve", p2, "--json"], t.env("team-lead")))).toMatchObject({
-      requestId: p2,
-    });
+    expect(ok(await runTeam(["approve", p2], t.env("team-lead"))).stdout).toBe(
+      `sent to alice (seq 2); request ${p2}\n`,
+    );
     const answers = json(await runTeam(["inbox", "--json"], t.env("alice"))).envelopes;
     expect(answers.map((e: { message: unknown }) => e.message)).toMatchObject([
       { planApprovalResponse: { requestId: p1, approve: false, feedback: "smaller steps" } },
@@ -347,6 +350,27 @@ describe("the team CLI", () => {
     const late = await runTeam(["cancel", p3, "--json"], t.env("alice"));
     expect(late.code).toBe(1);
     expect(JSON.parse(late.stderr).error.rule).toBe("once-only");
+
+    const p4 = requestIdIn(
+      ok(await runTeam(["submit-plan", "try", "again"], t.env("alice"))).stdout,
+    );
+    const rejected = ["reject", p4, "--feedback", "not now", "--json"];
+    expect(json(await runTeam(rejected, t.env("team-lead")))).toMatchObject({
+      requestId: p4,
+      replayed: false,
+      deliveries: [{ to: "alice", seq: "3" }],
+    });
+    const p5 = requestIdIn(
+      ok(await runTeam(["submit-plan", "last", "one"], t.env("alice"))).stdout,
+    );
+    expect(json(await runTeam(["approve", p5, "--json"], t.env("team-lead")))).toMatchObject({
+      requestId: p5,
+      deliveries: [{ to: "alice", seq: "4" }],
+    });
+    expect((await t.lead.getRequest(p4)).response?.kind.value).toMatchObject({
+      approve: false,
+      feedback: "not now",
+    });
 
     const failed = [
       "notify-task",
