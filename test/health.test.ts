@@ -16,7 +16,12 @@ import {
   withTimeout,
 } from "./support/child-server.js";
 import { createScratchPgDatabase } from "./support/databases.js";
-import { describeEachDatabase, type Protocol, transportFor } from "./support/harness.js";
+import {
+  describeEachDatabase,
+  type Protocol,
+  startTestEnv,
+  transportFor,
+} from "./support/harness.js";
 import { startTcpProxy } from "./support/tcp-proxy.js";
 
 type HealthClient = Client<typeof Health>;
@@ -76,6 +81,32 @@ describeEachDatabase("grpc.health.v1.Health", (env) => {
       w.stop();
       expect(await w.ended).toMatchObject({ code: Code.Canceled });
     }
+  });
+
+  it("Check says NOT_SERVING once a graceful stop has begun, over every protocol", async () => {
+    // A second server on the same database, so the suite's own keeps serving. Its stop is
+    // begun the way main.ts begins it (health first), and Check is asked before the
+    // listener closes: the window in which a load balancer must learn to go elsewhere.
+    const db = env().db;
+    const stopping = await startTestEnv(env().kind, {
+      db,
+      url: undefined,
+      dispose: async () => {},
+    });
+    try {
+      stopping.app.health.shutdown();
+      for (const protocol of protocols) {
+        const client = createClient(Health, transportFor(stopping.server.url, protocol));
+        expect((await client.check({ service: "" })).status, protocol).toBe(Status.NOT_SERVING);
+        expect((await client.check({ service: TeamService.typeName })).status, protocol).toBe(
+          Status.NOT_SERVING,
+        );
+      }
+    } finally {
+      await stopping.close();
+    }
+    // The suite's server, not stopping, still serves.
+    expect((await health().check({ service: "" })).status).toBe(Status.SERVING);
   });
 
   it("List reports the server and TeamService", async () => {
