@@ -1,9 +1,11 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { RequestStatus, TaskStatus } from "../gen/team/v1/enums_pb.js";
-import { describeEachDatabase } from "./support/harness.js";
+import { MemberStatus, RequestStatus, TaskStatus } from "../gen/team/v1/enums_pb.js";
+import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
+import { describeEachDatabase, type Protocol, type TeamClient } from "./support/harness.js";
 import {
   inbox,
+  kindOf,
   planRequest,
   planResponse,
   refused,
@@ -15,6 +17,23 @@ import {
 const task = (status: TaskStatus) => ({
   kind: { case: "taskNotification" as const, value: { taskId: "t1", status, description: "d" } },
 });
+
+/** A request record that must exist, as `client` sees it. */
+async function recordOf(client: TeamClient, requestId: string): Promise<RequestRecord> {
+  const r = (await client.getRequest({ requestId })).request;
+  if (!r) throw new Error(`GetRequest ${requestId} returned no record`);
+  return r;
+}
+
+/** The envelopes of a member's inbox about one request. */
+async function envelopesAbout(client: TeamClient, requestId: string): Promise<Envelope[]> {
+  return (await inbox(client)).filter((e) => e.requestId === requestId);
+}
+
+/** A member's status as the lead lists it. */
+async function statusOf(lead: TeamClient, name: string): Promise<MemberStatus | undefined> {
+  return (await lead.listMembers({})).members.find((m) => m.name === name)?.status;
+}
 
 /**
  * Every rule of the table: a refusal with its code, rule id (message prefix and detail),
@@ -67,7 +86,14 @@ describeEachDatabase("protocol rules", (env) => {
       "no-broadcast",
       Code.InvalidArgument,
     );
-    expect((await alice.send({ to: "*", message: text("hi all") })).deliveries).toHaveLength(2);
+    const sent = await alice.send({ to: "*", message: text("hi all") });
+    expect(sent.deliveries.map((d) => d.to).sort()).toEqual(["bob", "team-lead"]);
+    for (const reader of [t.lead, t.member("bob").client]) {
+      const got = (await inbox(reader)).filter((e) => kindOf(e.message) === "text");
+      expect(got.map((e) => [e.from, e.to, e.message?.kind.value])).toEqual([
+        ["alice", "*", "hi all"],
+      ]);
+    }
   });
 
   it("lead-only-shutdown: a teammate cannot ask for a shutdown; the lead can", async () => {
@@ -78,10 +104,18 @@ describeEachDatabase("protocol rules", (env) => {
       "lead-only-shutdown",
       Code.PermissionDenied,
     );
-    expect((await t.lead.send({ to: "bob", message: shutdownRequest() })).requestId).not.toBe("");
+    const asked = await t.lead.send({ to: "bob", message: shutdownRequest("wrap up") });
+    expect(asked.requestId).not.toBe("");
+    expect(await recordOf(t.lead, asked.requestId)).toMatchObject({
+      from: "team-lead",
+      to: "bob",
+      status: RequestStatus.PENDING,
+    });
+    const got = await envelopesAbout(t.member("bob").client, asked.requestId);
+    expect(got.map((e) => [e.from, kindOf(e.message)])).toEqual([["team-lead", "shutdownRequest"]]);
   });
 
-  it("shutdown-to-teammate: the lead cannot ask itself to shut down", async () => {
+  it("shutdown-to-teammate: the lead cannot ask itself to shut down; it can ask a teammate", async () => {
     const t = await env().team("alice");
     await expectRule(
       t,
@@ -89,6 +123,13 @@ describeEachDatabase("protocol rules", (env) => {
       "shutdown-to-teammate",
       Code.InvalidArgument,
     );
+    const asked = await t.lead.send({ to: "alice", message: shutdownRequest() });
+    expect(await recordOf(t.lead, asked.requestId)).toMatchObject({
+      to: "alice",
+      status: RequestStatus.PENDING,
+    });
+    const got = await envelopesAbout(t.member("alice").client, asked.requestId);
+    expect(got.map((e) => kindOf(e.message))).toEqual(["shutdownRequest"]);
   });
 
   it("response-to-lead: a shutdown_response goes to the lead only", async () => {
@@ -105,6 +146,12 @@ describeEachDatabase("protocol rules", (env) => {
       to: "team-lead",
       message: shutdownResponse(asked.requestId, false, "busy"),
     });
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
+    const got = await envelopesAbout(t.lead, asked.requestId);
+    expect(got.map((e) => [e.from, e.message?.kind.value])).toEqual([
+      ["alice", expect.objectContaining({ approve: false, reason: "busy" })],
+    ]);
+    expect(await envelopesAbout(t.member("bob").client, asked.requestId)).toEqual([]);
   });
 
   it("reason-on-reject: rejecting a shutdown needs a non-blank reason; approving does not", async () => {
@@ -120,10 +167,26 @@ describeEachDatabase("protocol rules", (env) => {
         Code.InvalidArgument,
       );
     }
+    expect((await recordOf(t.lead, a.requestId)).status).toBe(RequestStatus.PENDING);
+    // A rejection with a reason passes (stored trimmed); it leaves alice working.
+    await alice.send({ to: "team-lead", message: shutdownResponse(a.requestId, false, " busy ") });
+    expect((await recordOf(t.lead, a.requestId)).status).toBe(RequestStatus.REJECTED);
+    expect((await envelopesAbout(t.lead, a.requestId))[0]?.message?.kind.value).toMatchObject({
+      approve: false,
+      reason: "busy",
+    });
+    expect(await statusOf(t.lead, "alice")).toBe(MemberStatus.ACTIVE);
+    // An approval needs no reason.
     const b = await t.lead.send({ to: "bob", message: shutdownRequest() });
     await t
       .member("bob")
       .client.send({ to: "team-lead", message: shutdownResponse(b.requestId, true) });
+    expect((await recordOf(t.lead, b.requestId)).status).toBe(RequestStatus.APPROVED);
+    expect((await envelopesAbout(t.lead, b.requestId))[0]?.message?.kind.value).toMatchObject({
+      approve: true,
+      reason: "",
+    });
+    expect(await statusOf(t.lead, "bob")).toBe(MemberStatus.STOPPED);
   });
 
   it("lead-only-approval: a teammate cannot answer a plan approval request", async () => {
@@ -138,7 +201,13 @@ describeEachDatabase("protocol rules", (env) => {
       "lead-only-approval",
       Code.PermissionDenied,
     );
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
     await t.lead.send({ to: "alice", message: planResponse(asked.requestId, true) });
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
+    const got = await envelopesAbout(t.member("alice").client, asked.requestId);
+    expect(got.map((e) => [e.from, kindOf(e.message)])).toEqual([
+      ["team-lead", "planApprovalResponse"],
+    ]);
   });
 
   it("plan-to-lead: plans go from a teammate to the lead", async () => {
@@ -155,7 +224,18 @@ describeEachDatabase("protocol rules", (env) => {
       "plan-to-lead",
       Code.InvalidArgument,
     );
-    await t.member("alice").client.send({ to: "team-lead", message: planRequest("p") });
+    const asked = await t
+      .member("alice")
+      .client.send({ to: "team-lead", message: planRequest("p") });
+    expect(await recordOf(t.lead, asked.requestId)).toMatchObject({
+      from: "alice",
+      to: "team-lead",
+      status: RequestStatus.PENDING,
+    });
+    const got = await envelopesAbout(t.lead, asked.requestId);
+    expect(got.map((e) => [e.from, e.message?.kind])).toEqual([
+      ["alice", { case: "planApprovalRequest", value: expect.objectContaining({ plan: "p" }) }],
+    ]);
   });
 
   it("task-to-lead: task notifications go to the lead", async () => {
@@ -167,6 +247,11 @@ describeEachDatabase("protocol rules", (env) => {
       Code.InvalidArgument,
     );
     await t.member("alice").client.send({ to: "team-lead", message: task(TaskStatus.FAILED) });
+    const got = (await inbox(t.lead)).filter((e) => kindOf(e.message) === "taskNotification");
+    expect(got.map((e) => [e.from, e.message?.kind.value])).toEqual([
+      ["alice", expect.objectContaining({ taskId: "t1", status: TaskStatus.FAILED })],
+    ]);
+    expect(await inbox(t.member("bob").client)).toEqual([]);
   });
 
   it("addressee-only: only the member a request was addressed to may answer it", async () => {
@@ -188,8 +273,17 @@ describeEachDatabase("protocol rules", (env) => {
       "addressee-only",
       Code.PermissionDenied,
     );
-    // bob is still active: the refused approval changed nothing.
-    expect((await t.member("bob").client.listMembers({})).members).toHaveLength(3);
+    // bob is still active and the request still pending: the refused approvals changed nothing.
+    expect(await statusOf(t.lead, "bob")).toBe(MemberStatus.ACTIVE);
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
+    // The addressee may answer.
+    await t
+      .member("alice")
+      .client.send({ to: "team-lead", message: shutdownResponse(asked.requestId, true) });
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
+    const got = await envelopesAbout(t.lead, asked.requestId);
+    expect(got.map((e) => [e.from, kindOf(e.message)])).toEqual([["alice", "shutdownResponse"]]);
+    expect(await statusOf(t.lead, "alice")).toBe(MemberStatus.STOPPED);
   });
 
   it("unknown-request: an answer naming no request of this team, or one of another kind", async () => {
@@ -212,6 +306,13 @@ describeEachDatabase("protocol rules", (env) => {
       "unknown-request",
       Code.NotFound,
     );
+    // The other team's request is untouched; an answer naming this team's request passes.
+    expect((await recordOf(other.lead, foreign.requestId)).status).toBe(RequestStatus.PENDING);
+    const asked = await t.lead.send({ to: "alice", message: shutdownRequest() });
+    await alice.send({ to: "team-lead", message: shutdownResponse(asked.requestId, false, "no") });
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
+    const got = await envelopesAbout(t.lead, asked.requestId);
+    expect(got.map((e) => kindOf(e.message))).toEqual(["shutdownResponse"]);
   });
 
   it("once-only: a second answer is refused, naming the current status", async () => {
@@ -219,7 +320,9 @@ describeEachDatabase("protocol rules", (env) => {
     const asked = await t
       .member("alice")
       .client.send({ to: "team-lead", message: planRequest("p") });
+    // The first answer passes.
     await t.lead.send({ to: "alice", message: planResponse(asked.requestId, false, "no") });
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
     const r = await expectRule(
       t,
       () => t.lead.send({ to: "alice", message: planResponse(asked.requestId, true) }),
@@ -227,19 +330,32 @@ describeEachDatabase("protocol rules", (env) => {
       Code.FailedPrecondition,
     );
     expect(r.message).toMatch(/already rejected/);
+    const record = await recordOf(t.lead, asked.requestId);
+    expect(record.status).toBe(RequestStatus.REJECTED);
+    expect(record.response?.kind.value).toMatchObject({ approve: false, feedback: "no" });
+    const got = await envelopesAbout(t.member("alice").client, asked.requestId);
+    expect(got.map((e) => e.message?.kind.value)).toEqual([
+      expect.objectContaining({ approve: false, feedback: "no" }),
+    ]);
   });
 
-  it("known-recipient: protocol messages to a member that does not exist or is stopped", async () => {
-    const t = await env().team("alice");
+  it("known-recipient: messages to a member that does not exist or is stopped; an active one receives them", async () => {
+    const t = await env().team("alice", "bob");
     await t.lead.removeMember({ name: "alice" });
     for (const to of ["nobody", "alice"]) {
-      await expectRule(
-        t,
-        () => t.lead.send({ to, message: shutdownRequest() }),
-        "known-recipient",
-        Code.NotFound,
-      );
+      for (const message of [shutdownRequest(), text("hello")]) {
+        await expectRule(t, () => t.lead.send({ to, message }), "known-recipient", Code.NotFound);
+      }
     }
+    const asked = await t.lead.send({ to: "bob", message: shutdownRequest() });
+    const said = await t.lead.send({ to: "bob", message: text("hello") });
+    expect(said.deliveries.map((d) => d.to)).toEqual(["bob"]);
+    expect((await recordOf(t.lead, asked.requestId)).to).toBe("bob");
+    const got = await inbox(t.member("bob").client);
+    expect(got.map((e) => [e.seq, e.requestId, kindOf(e.message)])).toEqual([
+      [asked.seq, asked.requestId, "shutdownRequest"],
+      [said.seq, "", "text"],
+    ]);
   });
 
   it("response-to-requester: a plan answer goes to the teammate who asked", async () => {
@@ -253,6 +369,12 @@ describeEachDatabase("protocol rules", (env) => {
       "response-to-requester",
       Code.InvalidArgument,
     );
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
+    await t.lead.send({ to: "alice", message: planResponse(asked.requestId, true) });
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
+    const got = await envelopesAbout(t.member("alice").client, asked.requestId);
+    expect(got.map((e) => kindOf(e.message))).toEqual(["planApprovalResponse"]);
+    expect(await inbox(t.member("bob").client)).toEqual([]);
   });
 
   it("size-shape: request ids, plan size, task status and ttl bounds", async () => {
@@ -303,8 +425,21 @@ describeEachDatabase("protocol rules", (env) => {
       const r = await expectRule(t, call, "size-shape", Code.InvalidArgument);
       expect(r.detail?.field).toBe(field);
     }
-    await alice.send({ to: "team-lead", message: planRequest("p".repeat(256 * 1024)) });
-    await t.lead.send({ to: "alice", message: shutdownRequest(), ttl: { seconds: 1n } });
+    // At the limits: a plan of exactly 256 KiB, a ttl of exactly 1 s.
+    const plan = await alice.send({
+      to: "team-lead",
+      message: planRequest("p".repeat(256 * 1024)),
+    });
+    const stored = (await recordOf(t.lead, plan.requestId)).request?.kind.value;
+    expect((stored as { plan: string } | undefined)?.plan.length).toBe(256 * 1024);
+    const asked = await t.lead.send({
+      to: "alice",
+      message: shutdownRequest(),
+      ttl: { seconds: 1n },
+    });
+    expect((await envelopesAbout(alice, asked.requestId)).map((e) => kindOf(e.message))).toEqual([
+      "shutdownRequest",
+    ]);
   });
 
   it("50 concurrent answers to one request: exactly one wins, the record and the inbox agree, 49 get once-only", async () => {
@@ -349,6 +484,119 @@ describeEachDatabase("protocol rules", (env) => {
     for (const l of losers)
       expect(l.message).toMatch(approved ? /already approved/ : /already rejected/);
   });
+
+  it("server-only: a client cannot send a request_update; the server's own reaches the addressee", async () => {
+    const t = await env().team("alice");
+    const asked = await t.lead.send({ to: "alice", message: shutdownRequest() });
+    await expectRule(
+      t,
+      () =>
+        t.lead.send({
+          to: "alice",
+          message: {
+            kind: {
+              case: "requestUpdate",
+              value: { requestId: asked.requestId, status: RequestStatus.CANCELED },
+            },
+          },
+        }),
+      "server-only",
+      Code.InvalidArgument,
+    );
+    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
+    // The legitimate way: CancelRequest, after which the server writes the update itself.
+    await t.lead.cancelRequest({ requestId: asked.requestId });
+    const got = await envelopesAbout(t.member("alice").client, asked.requestId);
+    expect(got.map((e) => [e.from, kindOf(e.message)])).toEqual([
+      ["team-lead", "shutdownRequest"],
+      ["", "requestUpdate"],
+    ]);
+    expect(got[1]?.message?.kind.value).toMatchObject({
+      requestId: asked.requestId,
+      status: RequestStatus.CANCELED,
+    });
+  });
+
+  /**
+   * The teammate answers one shutdown_request 50 times at once, over several connections and
+   * transports, approvals and rejections (with reasons) mixed. Exactly one answer wins. A
+   * loser either found the request decided (once-only, FailedPrecondition, naming the
+   * winner's status) or, when an approval won, found its token revoked: the sender check at
+   * the start of the send (store/send.ts requireActiveSender, or the auth interceptor) refuses
+   * a stopped member with Unauthenticated before the request is looked at.
+   */
+  for (const approveFirst of [true, false]) {
+    it(`50 concurrent shutdown answers (${approveFirst ? "approval" : "rejection"} first): one wins; record, member status and the lead's inbox agree`, async () => {
+      const t = await env().team("alice");
+      const asked = await t.lead.send({ to: "alice", message: shutdownRequest("race") });
+      const { token } = t.member("alice");
+      const transports: Protocol[] = ["connect", "grpc", "grpc-web", "connect-h1", "connect"];
+      // One client per transport: each its own connection to the server.
+      const clients = transports.map((p) => env().client(token, p));
+      const approves = (i: number) => (i % 2 === 0) === approveFirst;
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          (clients[i % clients.length] as TeamClient)
+            .send({
+              to: "team-lead",
+              message: shutdownResponse(asked.requestId, approves(i), `answer ${i}`),
+            })
+            .then(
+              () => ({ ok: true as const, i }),
+              async (e) => ({ ok: false as const, i, r: await refused(() => Promise.reject(e)) }),
+            ),
+        ),
+      );
+      const winners = results.filter((r) => r.ok);
+      expect(winners).toHaveLength(1);
+      const winner = winners[0]?.i ?? -1;
+      const approved = approves(winner);
+      const losers = results.flatMap((r) => (r.ok ? [] : [r.r]));
+      expect(losers).toHaveLength(49);
+      for (const l of losers) {
+        if (l.code === Code.Unauthenticated) {
+          // Only a winning approval stops alice.
+          expect(approved, l.message).toBe(true);
+          expect(l.message).toMatch(/token revoked: member "alice".* is stopped/);
+          expect(l.detail).toBeUndefined();
+        } else {
+          expect(l.code, l.message).toBe(Code.FailedPrecondition);
+          expect(l.detail?.rule).toBe("once-only");
+          expect(l.message).toMatch(approved ? /already approved/ : /already rejected/);
+        }
+      }
+
+      const record = await recordOf(t.lead, asked.requestId);
+      expect(record.status).toBe(approved ? RequestStatus.APPROVED : RequestStatus.REJECTED);
+      expect(record.response?.kind).toEqual({
+        case: "shutdownResponse",
+        value: expect.objectContaining({ approve: approved, reason: `answer ${winner}` }),
+      });
+      expect(await statusOf(t.lead, "alice")).toBe(
+        approved ? MemberStatus.STOPPED : MemberStatus.ACTIVE,
+      );
+      const responses = (await inbox(t.lead)).filter(
+        (e) => kindOf(e.message) === "shutdownResponse",
+      );
+      expect(responses.map((e) => [e.from, e.requestId, e.message?.kind.value])).toEqual([
+        [
+          "alice",
+          asked.requestId,
+          expect.objectContaining({ approve: approved, reason: `answer ${winner}` }),
+        ],
+      ]);
+      // The token works afterwards iff the teammate is still working.
+      const after = clients[0] as TeamClient;
+      if (approved) {
+        expect(
+          (await refused(() => after.send({ to: "team-lead", message: text("hi") }))).code,
+        ).toBe(Code.Unauthenticated);
+      } else {
+        await after.send({ to: "team-lead", message: text("still here") });
+        expect((await inbox(t.lead)).map((e) => kindOf(e.message))).toContain("text");
+      }
+    });
+  }
 
   it("a retried answer with the same message_id is a no-op, not a once-only refusal", async () => {
     const t = await env().team("alice");

@@ -259,16 +259,20 @@ describeEachDatabase(
         }
       });
 
-      // BUG (server/handlers/requests.ts:79-82): the token check admits any 19 digits, so a
-      // value above the bigint maximum (9223372036854775807) reaches the SQL as $5::bigint,
-      // the database refuses it ("out of range for type bigint") and the client gets
-      // Internal instead of InvalidArgument.
+      // Page tokens are bigint positions: a 19-digit value above the bigint maximum
+      // (9223372036854775807) is refused by the handler as InvalidArgument before it reaches
+      // the SQL (where it would fail as "out of range for type bigint", i.e. Internal).
       it("a 19-digit page_token beyond the bigint range is InvalidArgument, not Internal", async () => {
         const t = await env().team();
         for (const bogus of ["9223372036854775808", "9999999999999999999"]) {
           const e = await refused(() => t.lead.listRequests({ pageToken: bogus }));
           expect(e.code, `page_token ${bogus}: ${e.message}`).toBe(Code.InvalidArgument);
         }
+        // The bigint maximum itself is a valid position: every request lies before it.
+        const t2 = await env().team("alice");
+        const sent = await t2.lead.send({ to: "alice", message: shutdownRequest() });
+        const page = await t2.lead.listRequests({ pageToken: "9223372036854775807" });
+        expect(page.requests.map((r) => r.requestId)).toEqual([sent.requestId]);
       });
     });
 
@@ -604,11 +608,9 @@ describeEachDatabase(
 describeEachDatabase(
   "requests: an expired record is final (sweeper run by hand)",
   (env) => {
-    // BUG: before the sweeper runs, a request past its deadline reads as EXPIRED with
-    // resolved_at = expires_at (server/store/requests.ts:53-54, the CASE in requestColumns);
-    // the sweep (server/protocols/expiry-sweeper.ts:43 -> finishRequest,
-    // server/store/requests.ts:170) then writes resolved_at = clock_timestamp(), so the same
-    // final record later shows a different, later resolved_at.
+    // Before the sweeper runs, a request past its deadline already reads as EXPIRED with
+    // resolved_at = expires_at; the sweep that then moves the row must store that same
+    // resolved_at (expires_at), so the final record never changes once a reader saw it.
     it("resolved_at of an expired request does not change when the sweeper catches up", async () => {
       const t = await env().team("alice");
       const sent = await t.lead.send({ to: "alice", message: shutdownRequest(), ttl: ONE_SECOND });

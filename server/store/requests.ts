@@ -87,9 +87,12 @@ export interface NewRequest {
 
 /** Stores a new pending request (inside the transaction that delivers it). */
 export async function openRequest(tx: Queryable, r: NewRequest): Promise<void> {
+  // One clock reading for both ends, so expires_at - created_at is exactly the ttl (the
+  // column default, the transaction's start, lies before any wait for the inbox lock).
   await tx.query(
-    `INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp() + $7 * interval '1 millisecond')`,
+    `INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, created_at, expires_at)
+     SELECT $1, $2, $3, $4, $5, $6, c.t, c.t + $7 * interval '1 millisecond'
+     FROM (SELECT clock_timestamp() AS t) c`,
     [r.id, r.teamId, r.kind, r.fromId, r.toId, r.body, r.ttlMs],
   );
 }
