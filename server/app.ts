@@ -4,6 +4,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { fixConnectResponses } from "./connect-response-fixes.js";
+import { attemptHandlers } from "./handlers/attempts.js";
 import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
@@ -13,6 +14,7 @@ import { serveHealth } from "./health/health-service.js";
 import type { RawStreams } from "./http-server.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
+import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
@@ -105,6 +107,7 @@ export function createApp(options: AppOptions): App {
     ...messagingHandlers({ ...deps, protocols: options.protocols ?? defaultProtocolConfig }),
     ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
+    ...attemptHandlers(deps),
   };
   const sweeper = startExpirySweeper({
     ...deps,
@@ -128,6 +131,8 @@ export function createApp(options: AppOptions): App {
         interceptors: [
           errorMappingInterceptor(logger),
           authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
+          // After auth (an attempt is a member's), before the rules (it journals their refusals).
+          attemptsJournalInterceptor(db, logger),
           rulesInterceptor(),
         ],
       });

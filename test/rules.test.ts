@@ -99,6 +99,10 @@ describeEachDatabase("rules: values the database cannot hold", (env) => {
       ],
       [() => alice.ack({ seq: huge }), "seq"],
       [() => alice.readInbox({ afterSeq: huge }), "after_seq"],
+      // Found by the fuzzer: a NUL in a filter reached the database as Internal.
+      [() => t.lead.listAttempts({ member: "\u0000" }), "member"],
+      [() => t.lead.listAttempts({ requestId: "req_\u0000" }), "request_id"],
+      [() => t.lead.listRequests({ party: "a\u0000" }), "party"],
       [
         async () => {
           for await (const _ of alice.subscribe({ afterSeq: huge })) break;

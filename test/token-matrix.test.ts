@@ -66,6 +66,8 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
       return { requestId: w.bobPlan, timeout: { seconds: 1n } };
     case M.cancelRequest:
       return { requestId: w.alicePlan };
+    case M.listAttempts:
+      return { member: "alice" };
   }
   throw new Error(`no request for ${method.name}`);
 }
@@ -219,7 +221,13 @@ describeEachDatabase(
         const where = (m: DescMethod) => `${m.name} with B's lead token over ${protocol}`;
 
         // Names and request ids of A resolve to nothing in B.
-        for (const method of [M.removeMember, M.send, M.getRequest, M.awaitRequest]) {
+        for (const method of [
+          M.removeMember,
+          M.send,
+          M.getRequest,
+          M.awaitRequest,
+          M.listAttempts,
+        ]) {
           expect(codeOf(await run(method)), where(method)).toBe("NotFound");
         }
         expect(codeOf(await run(M.cancelRequest)), where(M.cancelRequest)).toBe("NotFound");
@@ -295,6 +303,11 @@ describeEachDatabase(
           what: "CancelRequest of someone else's request (requester-only)",
           method: M.cancelRequest,
           request: { requestId: w.bobPlan },
+        },
+        {
+          what: "ListAttempts of bob's protocol attempts",
+          method: M.listAttempts,
+          request: { member: "bob" },
         },
       ];
       for (const protocol of PROTOCOLS) {

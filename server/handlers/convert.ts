@@ -1,6 +1,7 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
+  AttemptOutcome as AttemptOutcomeEnum,
   MemberRole as MemberRoleEnum,
   MemberStatus as MemberStatusEnum,
   PermissionMode as PermissionModeEnum,
@@ -9,6 +10,8 @@ import {
 } from "../../gen/team/v1/enums_pb.js";
 import { MessageSchema } from "../../gen/team/v1/message_pb.js";
 import {
+  type Attempt,
+  AttemptSchema,
   type Envelope,
   EnvelopeSchema,
   type Member,
@@ -16,6 +19,7 @@ import {
   type RequestRecord,
   RequestRecordSchema,
 } from "../../gen/team/v1/records_pb.js";
+import type { AttemptOutcome, AttemptRow } from "../store/attempts.js";
 import type { StoredMessage } from "../store/inbox.js";
 import type { MemberRow, PermissionMode } from "../store/members.js";
 import type { RequestKind, RequestRow, RequestStatus } from "../store/requests.js";
@@ -106,5 +110,35 @@ export function toRequestRecord(r: RequestRow): RequestRecord {
     createdAt: timestampFromDate(r.createdAt),
     ...(r.resolvedAt ? { resolvedAt: timestampFromDate(r.resolvedAt) } : {}),
     expiresAt: timestampFromDate(r.expiresAt),
+  });
+}
+
+const attemptOutcomes: Record<AttemptOutcome, AttemptOutcomeEnum> = {
+  accepted: AttemptOutcomeEnum.ACCEPTED,
+  refused: AttemptOutcomeEnum.REFUSED,
+};
+
+/** UNSPECIFIED means "any"; undefined for a value outside the enum. */
+export function attemptOutcomeFromProto(
+  outcome: AttemptOutcomeEnum,
+): AttemptOutcome | null | undefined {
+  if (outcome === AttemptOutcomeEnum.UNSPECIFIED) return null;
+  const found = Object.entries(attemptOutcomes).find(([, v]) => v === outcome);
+  return found ? (found[0] as AttemptOutcome) : undefined;
+}
+
+export function toAttempt(a: AttemptRow): Attempt {
+  return create(AttemptSchema, {
+    id: a.id,
+    team: a.teamName,
+    member: a.memberName,
+    at: timestampFromDate(a.at),
+    action: a.action,
+    to: a.to,
+    requestId: a.requestId,
+    outcome: attemptOutcomes[a.outcome],
+    rule: a.rule,
+    code: a.code,
+    message: a.message,
   });
 }

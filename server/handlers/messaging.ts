@@ -12,9 +12,11 @@ import {
 import { requireCaller } from "../caller.js";
 import type { InboxHub } from "../inbox/hub.js";
 import { createSendBatcher } from "../inbox/send-batcher.js";
+import { isProtocolMessage, messageAction } from "../interceptors/attempts-journal.js";
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
 import type { RequestWaiters } from "../protocols/request-waiters.js";
+import { recordAttempt } from "../store/attempts.js";
 import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
 import { type SendInput, sendMessage } from "../store/send.js";
@@ -25,9 +27,6 @@ const DEFAULT_READ_LIMIT = 100;
 const MAX_READ_LIMIT = 1000;
 
 type MessagingImpl = Pick<ServiceImpl<typeof TeamService>, "send" | "readInbox" | "ack">;
-
-// The Message oneof case as the store names it (snake_case, as in the proto).
-const kindName = (camel: string) => camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /** Send, ReadInbox, Ack. Subscribe is in subscribe.ts. */
 export function messagingHandlers(deps: {
@@ -52,15 +51,29 @@ export function messagingHandlers(deps: {
           : undefined,
         config: protocols,
       });
+      // A protocol step is journaled in its own transaction: there exactly when it happened.
+      const journaled: SendInput["beforeCommit"] = isProtocolMessage(message)
+        ? async (tx, deliveries) => {
+            await plan.beforeCommit?.(tx, deliveries);
+            await recordAttempt(tx, {
+              teamId: caller.teamId,
+              memberId: caller.id,
+              action: messageAction(message),
+              to: req.to,
+              requestId: plan.requestId ?? "",
+              outcome: "accepted",
+            });
+          }
+        : plan.beforeCommit;
       const input: SendInput = {
         teamId: caller.teamId,
         sender: { id: caller.id, name: caller.name },
         to: req.to,
-        kind: kindName(message.kind.case ?? ""),
+        kind: messageAction(message),
         body: toBinary(MessageSchema, plan.message),
         ...(plan.requestId ? { requestId: plan.requestId } : {}),
         ...(plan.beforeAppend ? { beforeAppend: plan.beforeAppend } : {}),
-        ...(plan.beforeCommit ? { beforeCommit: plan.beforeCommit } : {}),
+        ...(journaled ? { beforeCommit: journaled } : {}),
         ...(req.messageId
           ? {
               messageId: req.messageId,

@@ -198,15 +198,8 @@ const sizeShape: Rule = {
       return sizeOfMessage(kind);
     }
     if (method === M.getRequest || method === M.awaitRequest || method === M.cancelRequest) {
-      if (!REQUEST_ID.test(request.requestId)) {
-        return {
-          sentence:
-            request.requestId === ""
-              ? "request_id is required"
-              : `request_id ${JSON.stringify(String(request.requestId).slice(0, 64))} is not a request id`,
-          field: "request_id",
-        };
-      }
+      const v = requestIdViolation(request.requestId);
+      if (v) return v;
     }
     if (method === M.ack && request.seq > MAX_SEQ) {
       return { sentence: `seq is larger than ${MAX_SEQ}`, field: "seq" };
@@ -217,9 +210,26 @@ const sizeShape: Rule = {
     if (method === M.listRequests && request.party !== "") {
       return nameViolation(request.party, "party", "party");
     }
+    if (method === M.listAttempts) {
+      return (
+        (request.member === "" ? undefined : nameViolation(request.member, "member", "member")) ??
+        (request.requestId === "" ? undefined : requestIdViolation(request.requestId))
+      );
+    }
     return undefined;
   },
 };
+
+function requestIdViolation(value: string): Violation | undefined {
+  if (REQUEST_ID.test(value)) return undefined;
+  return {
+    sentence:
+      value === ""
+        ? "request_id is required"
+        : `request_id ${JSON.stringify(String(value).slice(0, 64))} is not a request id`,
+    field: "request_id",
+  };
+}
 
 /** server-only: request_update is written by the server, never sent by a client. */
 const serverOnly: Rule = {

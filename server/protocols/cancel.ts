@@ -1,4 +1,5 @@
 import { RuleViolationError } from "../errors.js";
+import { recordAttempt } from "../store/attempts.js";
 import type { Database, Queryable } from "../store/database.js";
 import {
   findRequest,
@@ -52,6 +53,13 @@ export async function cancelRequest(
       "addressee",
       `"${request.fromName}" canceled request ${request.id}; no answer is needed`,
     );
+    await recordAttempt(tx, {
+      teamId: q.teamId,
+      memberId: q.callerId,
+      action: "cancel_request",
+      requestId: request.id,
+      outcome: "accepted",
+    });
     return { request: await loadRequest(tx, q.teamId, request.id), delivery };
   });
 }

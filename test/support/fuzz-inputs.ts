@@ -348,23 +348,36 @@ export function requestInit(
         status: enumNumber(r, 5),
         kind: enumNumber(r, 2),
         party: r.chance(0.5) ? "" : name(r, w),
-        pageSize: r.pick([0, 1, 50, 500, 501, 2 ** 32 - 1]),
-        pageToken: r.pick([
-          "",
-          "",
-          "0",
-          "5",
-          "9223372036854775807",
-          "9223372036854775808",
-          "99999999999999999999",
-          "-1",
-          "abc",
-          r.pick(hostileStrings(r)),
-        ]),
+        pageSize: pageSize(r),
+        pageToken: pageToken(r),
+      };
+    case M.listAttempts:
+      return {
+        member: r.chance(0.5) ? "" : name(r, w),
+        outcome: enumNumber(r, 2),
+        requestId: r.chance(0.5) ? "" : requestId(r, w),
+        pageSize: pageSize(r),
+        pageToken: pageToken(r),
       };
   }
   throw new Error(`no generator for ${method.name}`);
 }
+
+const pageSize = (r: Rng) => r.pick([0, 1, 50, 500, 501, 2 ** 32 - 1]);
+
+const pageToken = (r: Rng) =>
+  r.pick([
+    "",
+    "",
+    "0",
+    "5",
+    "9223372036854775807",
+    "9223372036854775808",
+    "99999999999999999999",
+    "-1",
+    "abc",
+    r.pick(hostileStrings(r)),
+  ]);
 
 // ---------------------------------------------------------------------------------------
 // JSON bodies: proto JSON of a generated request, then mutated as JSON and as text.

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
+import type { AttemptOutcome, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/records.proto.
  */
 export const file_team_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcGIGcHJvdG8z", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
+  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAliBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
 
 /**
  * A member of a team, as ListMembers shows it. Tokens are never shown here.
@@ -228,4 +228,99 @@ export type RequestRecord = Message<"team.v1.RequestRecord"> & {
  */
 export const RequestRecordSchema: GenMessage<RequestRecord> = /*@__PURE__*/
   messageDesc(file_team_v1_records, 2);
+
+/**
+ * One protocol step a member attempted, as the journal keeps it. Attempts are only ever
+ * added: the store refuses to change or delete one. An accepted attempt is written in
+ * the same transaction as its effect, so it is there exactly when the effect is; a
+ * refused one right after the refusal. A retried Send that only replays an earlier
+ * result (same message_id) is not a new attempt.
+ *
+ * @generated from message team.v1.Attempt
+ */
+export type Attempt = Message<"team.v1.Attempt"> & {
+  /**
+   * Position in the journal: a later attempt has a larger id.
+   *
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * The team's name.
+   *
+   * @generated from field: string team = 2;
+   */
+  team: string;
+
+  /**
+   * Who attempted it: the member the token belongs to.
+   *
+   * @generated from field: string member = 3;
+   */
+  member: string;
+
+  /**
+   * When the server recorded it.
+   *
+   * @generated from field: google.protobuf.Timestamp at = 4;
+   */
+  at?: Timestamp | undefined;
+
+  /**
+   * What was attempted: the Message case sent (e.g. "shutdown_response"), or
+   * "cancel_request".
+   *
+   * @generated from field: string action = 5;
+   */
+  action: string;
+
+  /**
+   * The addressee as written in the Send (at most 128 characters); "" for CancelRequest.
+   *
+   * @generated from field: string to = 6;
+   */
+  to: string;
+
+  /**
+   * The request the step opened, answered or canceled (for a refusal: as the caller
+   * named it, at most 128 characters); "" when none.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: team.v1.AttemptOutcome outcome = 8;
+   */
+  outcome: AttemptOutcome;
+
+  /**
+   * For a refusal by a protocol rule, its id (e.g. "lead-only-approval"); "" otherwise.
+   *
+   * @generated from field: string rule = 9;
+   */
+  rule: string;
+
+  /**
+   * For a refusal, the code the caller received, e.g. "permission_denied"; "" otherwise.
+   *
+   * @generated from field: string code = 10;
+   */
+  code: string;
+
+  /**
+   * For a refusal, the error message the caller received (at most 1,024 characters).
+   *
+   * @generated from field: string message = 11;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message team.v1.Attempt.
+ * Use `create(AttemptSchema)` to create a new message.
+ */
+export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
+  messageDesc(file_team_v1_records, 3);
 

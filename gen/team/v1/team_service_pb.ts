@@ -6,11 +6,11 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
+import type { AttemptOutcome, PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
-import type { Envelope, Member, RequestRecord } from "./records_pb.js";
+import type { Attempt, Envelope, Member, RequestRecord } from "./records_pb.js";
 import { file_team_v1_records } from "./records_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/team_service.proto.
  */
 export const file_team_v1_team_service: GenFile = /*@__PURE__*/
-  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciIgChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiQwoRQWRkTWVtYmVyUmVzcG9uc2USDQoFdG9rZW4YASABKAkSHwoGbWVtYmVyGAIgASgLMg8udGVhbS52MS5NZW1iZXIiIwoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIjcKFFJlbW92ZU1lbWJlclJlc3BvbnNlEh8KBm1lbWJlchgBIAEoCzIPLnRlYW0udjEuTWVtYmVyIhQKEkxpc3RNZW1iZXJzUmVxdWVzdCI3ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiAKB21lbWJlcnMYASADKAsyDy50ZWFtLnYxLk1lbWJlciJ4CgtTZW5kUmVxdWVzdBIKCgJ0bxgBIAEoCRIhCgdtZXNzYWdlGAIgASgLMhAudGVhbS52MS5NZXNzYWdlEhIKCm1lc3NhZ2VfaWQYAyABKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIiMKCERlbGl2ZXJ5EgoKAnRvGAEgASgJEgsKA3NlcRgCIAEoBCJoCgxTZW5kUmVzcG9uc2USCwoDc2VxGAEgASgEEhIKCnJlcXVlc3RfaWQYAiABKAkSJQoKZGVsaXZlcmllcxgDIAMoCzIRLnRlYW0udjEuRGVsaXZlcnkSEAoIcmVwbGF5ZWQYBCABKAgiOAoQU3Vic2NyaWJlUmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBAUIMCgpfYWZ0ZXJfc2VxIh0KCUhlYXJ0YmVhdBIQCghsYXN0X3NlcRgBIAEoBCJsChFTdWJzY3JpYmVSZXNwb25zZRIlCghlbnZlbG9wZRgBIAEoCzIRLnRlYW0udjEuRW52ZWxvcGVIABInCgloZWFydGJlYXQYAiABKAsyEi50ZWFtLnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IlQKEFJlYWRJbmJveFJlcXVlc3QSFgoJYWZ0ZXJfc2VxGAEgASgESACIAQESDQoFbGltaXQYAiABKA0SCwoDYWNrGAMgASgIQgwKCl9hZnRlcl9zZXEiXgoRUmVhZEluYm94UmVzcG9uc2USJAoJZW52ZWxvcGVzGAEgAygLMhEudGVhbS52MS5FbnZlbG9wZRIRCglhY2tlZF9zZXEYAiABKAQSEAoIbGFzdF9zZXEYAyABKAQiGQoKQWNrUmVxdWVzdBILCgNzZXEYASABKAQiIAoLQWNrUmVzcG9uc2USEQoJYWNrZWRfc2VxGAEgASgEIicKEUdldFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiPQoSR2V0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQilwEKE0xpc3RSZXF1ZXN0c1JlcXVlc3QSJgoGc3RhdHVzGAEgASgOMhYudGVhbS52MS5SZXF1ZXN0U3RhdHVzEiIKBGtpbmQYAiABKA4yFC50ZWFtLnYxLlJlcXVlc3RLaW5kEg0KBXBhcnR5GAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlkKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEigKCHJlcXVlc3RzGAEgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJVChNBd2FpdFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKgoHdGltZW91dBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI/ChRBd2FpdFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIioKFENhbmNlbFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiQAoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQy0QYKC1RlYW1TZXJ2aWNlEkUKCkNyZWF0ZVRlYW0SGi50ZWFtLnYxLkNyZWF0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5DcmVhdGVUZWFtUmVzcG9uc2USQgoJQWRkTWVtYmVyEhkudGVhbS52MS5BZGRNZW1iZXJSZXF1ZXN0GhoudGVhbS52MS5BZGRNZW1iZXJSZXNwb25zZRJLCgxSZW1vdmVNZW1iZXISHC50ZWFtLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHS50ZWFtLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEkgKC0xpc3RNZW1iZXJzEhsudGVhbS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHC50ZWFtLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_message, file_team_v1_records]);
+  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciIgChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiQwoRQWRkTWVtYmVyUmVzcG9uc2USDQoFdG9rZW4YASABKAkSHwoGbWVtYmVyGAIgASgLMg8udGVhbS52MS5NZW1iZXIiIwoTUmVtb3ZlTWVtYmVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIjcKFFJlbW92ZU1lbWJlclJlc3BvbnNlEh8KBm1lbWJlchgBIAEoCzIPLnRlYW0udjEuTWVtYmVyIhQKEkxpc3RNZW1iZXJzUmVxdWVzdCI3ChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiAKB21lbWJlcnMYASADKAsyDy50ZWFtLnYxLk1lbWJlciJ4CgtTZW5kUmVxdWVzdBIKCgJ0bxgBIAEoCRIhCgdtZXNzYWdlGAIgASgLMhAudGVhbS52MS5NZXNzYWdlEhIKCm1lc3NhZ2VfaWQYAyABKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIiMKCERlbGl2ZXJ5EgoKAnRvGAEgASgJEgsKA3NlcRgCIAEoBCJoCgxTZW5kUmVzcG9uc2USCwoDc2VxGAEgASgEEhIKCnJlcXVlc3RfaWQYAiABKAkSJQoKZGVsaXZlcmllcxgDIAMoCzIRLnRlYW0udjEuRGVsaXZlcnkSEAoIcmVwbGF5ZWQYBCABKAgiOAoQU3Vic2NyaWJlUmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBAUIMCgpfYWZ0ZXJfc2VxIh0KCUhlYXJ0YmVhdBIQCghsYXN0X3NlcRgBIAEoBCJsChFTdWJzY3JpYmVSZXNwb25zZRIlCghlbnZlbG9wZRgBIAEoCzIRLnRlYW0udjEuRW52ZWxvcGVIABInCgloZWFydGJlYXQYAiABKAsyEi50ZWFtLnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IlQKEFJlYWRJbmJveFJlcXVlc3QSFgoJYWZ0ZXJfc2VxGAEgASgESACIAQESDQoFbGltaXQYAiABKA0SCwoDYWNrGAMgASgIQgwKCl9hZnRlcl9zZXEiXgoRUmVhZEluYm94UmVzcG9uc2USJAoJZW52ZWxvcGVzGAEgAygLMhEudGVhbS52MS5FbnZlbG9wZRIRCglhY2tlZF9zZXEYAiABKAQSEAoIbGFzdF9zZXEYAyABKAQiGQoKQWNrUmVxdWVzdBILCgNzZXEYASABKAQiIAoLQWNrUmVzcG9uc2USEQoJYWNrZWRfc2VxGAEgASgEIicKEUdldFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiPQoSR2V0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQilwEKE0xpc3RSZXF1ZXN0c1JlcXVlc3QSJgoGc3RhdHVzGAEgASgOMhYudGVhbS52MS5SZXF1ZXN0U3RhdHVzEiIKBGtpbmQYAiABKA4yFC50ZWFtLnYxLlJlcXVlc3RLaW5kEg0KBXBhcnR5GAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlkKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEigKCHJlcXVlc3RzGAEgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJVChNBd2FpdFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKgoHdGltZW91dBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI/ChRBd2FpdFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIioKFENhbmNlbFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiQAoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiigEKE0xpc3RBdHRlbXB0c1JlcXVlc3QSDgoGbWVtYmVyGAEgASgJEigKB291dGNvbWUYAiABKA4yFy50ZWFtLnYxLkF0dGVtcHRPdXRjb21lEhIKCnJlcXVlc3RfaWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiUwoUTGlzdEF0dGVtcHRzUmVzcG9uc2USIgoIYXR0ZW1wdHMYASADKAsyEC50ZWFtLnYxLkF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMp4HCgtUZWFtU2VydmljZRJFCgpDcmVhdGVUZWFtEhoudGVhbS52MS5DcmVhdGVUZWFtUmVxdWVzdBobLnRlYW0udjEuQ3JlYXRlVGVhbVJlc3BvbnNlEkIKCUFkZE1lbWJlchIZLnRlYW0udjEuQWRkTWVtYmVyUmVxdWVzdBoaLnRlYW0udjEuQWRkTWVtYmVyUmVzcG9uc2USSwoMUmVtb3ZlTWVtYmVyEhwudGVhbS52MS5SZW1vdmVNZW1iZXJSZXF1ZXN0Gh0udGVhbS52MS5SZW1vdmVNZW1iZXJSZXNwb25zZRJICgtMaXN0TWVtYmVycxIbLnRlYW0udjEuTGlzdE1lbWJlcnNSZXF1ZXN0GhwudGVhbS52MS5MaXN0TWVtYmVyc1Jlc3BvbnNlEjMKBFNlbmQSFC50ZWFtLnYxLlNlbmRSZXF1ZXN0GhUudGVhbS52MS5TZW5kUmVzcG9uc2USRAoJU3Vic2NyaWJlEhkudGVhbS52MS5TdWJzY3JpYmVSZXF1ZXN0GhoudGVhbS52MS5TdWJzY3JpYmVSZXNwb25zZTABEkIKCVJlYWRJbmJveBIZLnRlYW0udjEuUmVhZEluYm94UmVxdWVzdBoaLnRlYW0udjEuUmVhZEluYm94UmVzcG9uc2USMAoDQWNrEhMudGVhbS52MS5BY2tSZXF1ZXN0GhQudGVhbS52MS5BY2tSZXNwb25zZRJFCgpHZXRSZXF1ZXN0EhoudGVhbS52MS5HZXRSZXF1ZXN0UmVxdWVzdBobLnRlYW0udjEuR2V0UmVxdWVzdFJlc3BvbnNlEksKDExpc3RSZXF1ZXN0cxIcLnRlYW0udjEuTGlzdFJlcXVlc3RzUmVxdWVzdBodLnRlYW0udjEuTGlzdFJlcXVlc3RzUmVzcG9uc2USSwoMQXdhaXRSZXF1ZXN0EhwudGVhbS52MS5Bd2FpdFJlcXVlc3RSZXF1ZXN0Gh0udGVhbS52MS5Bd2FpdFJlcXVlc3RSZXNwb25zZRJOCg1DYW5jZWxSZXF1ZXN0Eh0udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVxdWVzdBoeLnRlYW0udjEuQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEksKDExpc3RBdHRlbXB0cxIcLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVxdWVzdBodLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_message, file_team_v1_records]);
 
 /**
  * @generated from message team.v1.CreateTeamRequest
@@ -686,6 +686,79 @@ export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*
   messageDesc(file_team_v1_team_service, 25);
 
 /**
+ * @generated from message team.v1.ListAttemptsRequest
+ */
+export type ListAttemptsRequest = Message<"team.v1.ListAttemptsRequest"> & {
+  /**
+   * Only attempts of this member (unset: the lead sees everyone's, others their own).
+   *
+   * @generated from field: string member = 1;
+   */
+  member: string;
+
+  /**
+   * Only attempts with this outcome (unset: any).
+   *
+   * @generated from field: team.v1.AttemptOutcome outcome = 2;
+   */
+  outcome: AttemptOutcome;
+
+  /**
+   * Only attempts naming this request (unset: any).
+   *
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+
+  /**
+   * At most this many attempts (default 50, at most 500).
+   *
+   * @generated from field: uint32 page_size = 4;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token.
+   *
+   * @generated from field: string page_token = 5;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message team.v1.ListAttemptsRequest.
+ * Use `create(ListAttemptsRequestSchema)` to create a new message.
+ */
+export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 26);
+
+/**
+ * @generated from message team.v1.ListAttemptsResponse
+ */
+export type ListAttemptsResponse = Message<"team.v1.ListAttemptsResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated team.v1.Attempt attempts = 1;
+   */
+  attempts: Attempt[];
+
+  /**
+   * Pass as page_token for the next page; "" when there is none.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message team.v1.ListAttemptsResponse.
+ * Use `create(ListAttemptsResponseSchema)` to create a new message.
+ */
+export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 27);
+
+/**
  * TeamService gives a team of agents (one lead, any number of teammates) durable
  * inboxes and server-enforced request-response protocols.
  *
@@ -827,6 +900,18 @@ export const TeamService: GenService<{
     methodKind: "unary";
     input: typeof CancelRequestRequestSchema;
     output: typeof CancelRequestResponseSchema;
+  },
+  /**
+   * Lists the protocol journal: every protocol step a member attempted (a Send of a
+   * structured message, a CancelRequest), accepted or refused, newest first. The
+   * journal is append-only. The lead sees the team's attempts, others their own.
+   *
+   * @generated from rpc team.v1.TeamService.ListAttempts
+   */
+  listAttempts: {
+    methodKind: "unary";
+    input: typeof ListAttemptsRequestSchema;
+    output: typeof ListAttemptsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_team_v1_team_service, 0);

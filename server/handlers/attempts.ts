@@ -1,0 +1,56 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ListAttemptsResponseSchema, type TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { requireCaller } from "../caller.js";
+import { DomainError } from "../errors.js";
+import { listAttempts } from "../store/attempts.js";
+import type { Database } from "../store/database.js";
+import { findMember } from "../store/members.js";
+import { attemptOutcomeFromProto, toAttempt } from "./convert.js";
+import { pageSize, pageTokenPosition } from "./page-token.js";
+
+type AttemptsImpl = Pick<ServiceImpl<typeof TeamService>, "listAttempts">;
+
+const PAGE = { page: 50, max: 500 };
+
+/** ListAttempts: the protocol journal (interceptors/attempts-journal.ts writes it). */
+export function attemptHandlers(deps: { db: Database }): AttemptsImpl {
+  const { db } = deps;
+  return {
+    async listAttempts(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const outcome = attemptOutcomeFromProto(req.outcome);
+      if (outcome === undefined) {
+        throw new DomainError("invalid-argument", "outcome is not a known outcome");
+      }
+      let memberId = caller.role === "lead" ? undefined : caller.id;
+      if (req.member !== "") {
+        const member = await findMember(db, caller.teamId, req.member);
+        if (!member) throw new DomainError("not-found", `no member "${req.member}" in this team`);
+        // A teammate sees its own attempts only: naming another member is not a way in.
+        if (caller.role !== "lead" && member.id !== caller.id) {
+          throw new DomainError(
+            "permission-denied",
+            `only the lead sees other members' attempts; you may list your own ("${caller.name}")`,
+          );
+        }
+        memberId = member.id;
+      }
+      const size = pageSize(req.pageSize, PAGE);
+      const rows = await listAttempts(db, {
+        teamId: caller.teamId,
+        memberId,
+        outcome: outcome ?? undefined,
+        requestId: req.requestId === "" ? undefined : req.requestId,
+        beforeId: pageTokenPosition(req.pageToken),
+        limit: size + 1,
+      });
+      const page = rows.slice(0, size);
+      const last = page.at(-1);
+      return create(ListAttemptsResponseSchema, {
+        attempts: page.map(toAttempt),
+        nextPageToken: rows.length > size && last ? last.id.toString() : "",
+      });
+    },
+  };
+}
