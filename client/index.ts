@@ -1,6 +1,6 @@
 // The public surface of the team-protocols client. Everything else in client/ is internal.
 
-export type { Envelope, Member, RequestRecord } from "../gen/team/v1/records_pb.js";
+export type { Attempt, Envelope, Member, RequestRecord } from "../gen/team/v1/records_pb.js";
 export type { BackoffOptions } from "./backoff.js";
 export { describeEnvelope, describeMessage, describeRequest } from "./describe.js";
 export type { Inbox, InboxOptions, InboxStatus } from "./inbox.js";
@@ -15,6 +15,8 @@ export {
   textMessage,
 } from "./messages.js";
 export {
+  type AttemptOutcomeName,
+  attemptOutcomeName,
   memberRoleName,
   memberStatusName,
   type PermissionModeName,
@@ -28,6 +30,7 @@ export {
 } from "./names.js";
 export { type PromptTextOptions, toPromptText } from "./prompt-text.js";
 export {
+  type AttemptFilter,
   createTeamClient,
   type RequestFilter,
   type RequestOptions,

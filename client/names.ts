@@ -1,4 +1,5 @@
 import {
+  AttemptOutcome,
   MemberRole,
   MemberStatus,
   PermissionMode,
@@ -13,6 +14,7 @@ export type TaskStatusName = "completed" | "failed" | "stopped";
 export type RequestStatusName = "pending" | "approved" | "rejected" | "expired" | "canceled";
 export type RequestKindName = "shutdown" | "plan_approval";
 export type PermissionModeName = "default" | "accept_edits" | "bypass_permissions" | "plan";
+export type AttemptOutcomeName = "accepted" | "refused";
 
 const taskStatuses: Record<TaskStatusName, TaskStatus> = {
   completed: TaskStatus.COMPLETED,
@@ -37,15 +39,22 @@ const permissionModes: Record<PermissionModeName, PermissionMode> = {
   plan: PermissionMode.PLAN,
 };
 
+const attemptOutcomes: Record<AttemptOutcomeName, AttemptOutcome> = {
+  accepted: AttemptOutcome.ACCEPTED,
+  refused: AttemptOutcome.REFUSED,
+};
+
 export const taskStatusNames = Object.keys(taskStatuses) as TaskStatusName[];
 export const requestStatusNames = Object.keys(requestStatuses) as RequestStatusName[];
 export const requestKindNames = Object.keys(requestKinds) as RequestKindName[];
 export const permissionModeNames = Object.keys(permissionModes) as PermissionModeName[];
+export const attemptOutcomeNames = Object.keys(attemptOutcomes) as AttemptOutcomeName[];
 
 export const taskStatusOf = (name: TaskStatusName) => taskStatuses[name];
 export const requestStatusOf = (name: RequestStatusName) => requestStatuses[name];
 export const requestKindOf = (name: RequestKindName) => requestKinds[name];
 export const permissionModeOf = (name: PermissionModeName) => permissionModes[name];
+export const attemptOutcomeOf = (name: AttemptOutcomeName) => attemptOutcomes[name];
 
 function nameIn<N extends string, V>(table: Record<N, V>, value: V): N | "unspecified" {
   const found = (Object.entries(table) as [N, V][]).find(([, v]) => v === value);
@@ -56,6 +65,7 @@ export const taskStatusName = (s: TaskStatus) => nameIn(taskStatuses, s);
 export const requestStatusName = (s: RequestStatus) => nameIn(requestStatuses, s);
 export const requestKindName = (k: RequestKind) => nameIn(requestKinds, k);
 export const permissionModeName = (m: PermissionMode) => nameIn(permissionModes, m);
+export const attemptOutcomeName = (o: AttemptOutcome) => nameIn(attemptOutcomes, o);
 export const memberRoleName = (r: MemberRole) =>
   r === MemberRole.LEAD ? "lead" : r === MemberRole.TEAMMATE ? "teammate" : "unspecified";
 export const memberStatusName = (s: MemberStatus) =>

@@ -5,6 +5,7 @@ import type { Member, RequestRecord } from "../gen/team/v1/records_pb.js";
 import {
   type AddMemberResponse,
   type CreateTeamResponse,
+  type ListAttemptsResponse,
   type ListRequestsResponse,
   type ReadInboxResponse,
   type SendResponse,
@@ -22,6 +23,8 @@ import {
   textMessage,
 } from "./messages.js";
 import {
+  type AttemptOutcomeName,
+  attemptOutcomeOf,
   type PermissionModeName,
   permissionModeOf,
   type RequestKindName,
@@ -44,6 +47,16 @@ export interface SendOptions {
 export interface RequestOptions extends SendOptions {
   /** Time the addressee has to answer (1 s to 7 days); default: the server's per kind. */
   ttlMs?: number;
+}
+
+export interface AttemptFilter {
+  /** Only this member's attempts (a teammate may only name itself). */
+  member?: string;
+  outcome?: AttemptOutcomeName;
+  /** Only attempts naming this request. */
+  requestId?: string;
+  pageSize?: number;
+  pageToken?: string;
 }
 
 export interface RequestFilter {
@@ -111,6 +124,11 @@ export interface TeamClient {
   awaitRequest(requestId: string, options?: { timeoutMs?: number }): Promise<RequestRecord>;
   /** Requester: withdraws a pending request. */
   cancelRequest(requestId: string): Promise<RequestRecord>;
+  /**
+   * The protocol journal, newest first: every protocol step attempted, accepted or refused
+   * (with the rule). The lead sees the team's, others their own.
+   */
+  listAttempts(filter?: AttemptFilter): Promise<ListAttemptsResponse>;
 
   /** One read of the inbox (after the ack cursor unless `afterSeq`); `ack` drains. */
   readInbox(options?: {
@@ -198,6 +216,17 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
     notifyTask: async (report, o) =>
       self.send(await self.leadName(), taskNotificationMessage(report), o),
 
+    listAttempts: (f = {}) =>
+      rpc.listAttempts(
+        {
+          member: f.member ?? "",
+          ...(f.outcome ? { outcome: attemptOutcomeOf(f.outcome) } : {}),
+          requestId: f.requestId ?? "",
+          pageSize: f.pageSize ?? 0,
+          pageToken: f.pageToken ?? "",
+        },
+        call,
+      ),
     getRequest: async (requestId) => required((await rpc.getRequest({ requestId }, call)).request),
     listRequests: (f = {}) =>
       rpc.listRequests(

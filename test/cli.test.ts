@@ -84,6 +84,8 @@ describe("the team CLI", () => {
         "requests",
         "request",
         "await",
+        "cancel",
+        "attempts",
       ]),
     );
     const helps = await inBatches(names, 4, (name) => runTeam([name, "--help"]));
@@ -412,6 +414,34 @@ describe("the team CLI", () => {
       ].join("\n"),
     );
     expect(prompt).toContain(`team approve ${p1}`);
+
+    // The journal keeps what was tried, refusals included.
+    const refusals = ok(await runTeam(["attempts", "--outcome", "refused"], t.env("team-lead")))
+      .stdout.trimEnd()
+      .split("\n");
+    expect(refusals[0]).toMatch(/^AT\s+MEMBER\s+ACTION\s+TO\s+REQUEST\s+OUTCOME$/);
+    expect(refusals.slice(1)).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^\\S+Z\\s+alice\\s+cancel_request\\s+-\\s+${p3}\\s+refused: once-only \\(failed_precondition\\)$`,
+        ),
+      ),
+      expect.stringMatching(
+        new RegExp(
+          `^\\S+Z\\s+alice\\s+plan_approval_response\\s+alice\\s+${p2}\\s+refused: lead-only-approval \\(permission_denied\\)$`,
+        ),
+      ),
+    ]);
+    const history = json(await runTeam(["attempts", "--request", p2, "--json"], t.env("alice")));
+    expect(
+      history.attempts.map((a: { action: string; outcome: string }) => [a.action, a.outcome]),
+    ).toEqual([
+      ["plan_approval_response", "ATTEMPT_OUTCOME_REFUSED"],
+      ["plan_approval_request", "ATTEMPT_OUTCOME_ACCEPTED"],
+    ]);
+    const peek = await runTeam(["attempts", "--member", "team-lead"], t.env("alice"));
+    expect(peek.code).toBe(1);
+    expect(peek.stderr).toContain("only the lead sees other members' attempts");
   }, 90_000);
 
   it("no token exits 2; an unknown server or token exits 1 with the reason; every protocol works", async () => {

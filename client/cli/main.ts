@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
 import { Command, CommanderError } from "commander";
 import { TeamError } from "../team-error.js";
+import { attemptCommands } from "./commands/attempts.js";
 import { membershipCommands } from "./commands/membership.js";
 import { messagingCommands } from "./commands/messaging.js";
 import { protocolCommands } from "./commands/protocols.js";
@@ -33,6 +34,7 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   messagingCommands(program);
   protocolCommands(program);
   requestCommands(program);
+  attemptCommands(program);
   return program;
 }
 
