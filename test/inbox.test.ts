@@ -2,6 +2,12 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import type { SubscribeResponse } from "../gen/team/v1/team_service_pb.js";
 import { collect, describeEachDatabase } from "./support/harness.js";
+import {
+  describeEvents,
+  envelopesOf,
+  openSubscription,
+  type SubscriptionReader,
+} from "./support/subscription-reader.js";
 
 const text = (t: string) => ({ kind: { case: "text" as const, value: t } });
 
@@ -20,21 +26,25 @@ describeEachDatabase(
     it("delivers a message to a live subscriber, and again to a later Subscribe and ReadInbox", async () => {
       const t = await env().team("alice");
       const alice = t.member("alice").client;
-      const abort = new AbortController();
-      const live = receive(alice.subscribe({ afterSeq: 0n }, { signal: abort.signal }), 1);
-      // Let the subscription register before sending, so delivery is live, not backlog.
-      await new Promise((r) => setTimeout(r, 100));
-      const sent = await t.lead.send({ to: "alice", message: text("hello alice") });
-      expect(sent.seq).toBe(1n);
-      const [envelope] = await live;
-      abort.abort();
-      expect(envelope).toMatchObject({
-        team: t.name,
-        seq: 1n,
-        from: "team-lead",
-        to: "alice",
-        message: text("hello alice"),
-      });
+      const live = openSubscription(alice, { afterSeq: 0n });
+      try {
+        // A heartbeat comes only once the backlog read is over and the stream waits for
+        // wake-ups: what is sent after it cannot be part of the backlog.
+        const first = await live.next();
+        expect(first.event).toMatchObject({ case: "heartbeat", value: { lastSeq: 0n } });
+        const sent = await t.lead.send({ to: "alice", message: text("hello alice") });
+        expect(sent.seq).toBe(1n);
+        const [envelope] = envelopesOf(await live.envelopes(1));
+        expect(envelope).toMatchObject({
+          team: t.name,
+          seq: 1n,
+          from: "team-lead",
+          to: "alice",
+          message: text("hello alice"),
+        });
+      } finally {
+        live.close();
+      }
 
       const later = await receive(alice.subscribe({}), 1);
       expect(later.map((e) => e.seq)).toEqual([1n]);
@@ -93,20 +103,51 @@ describeEachDatabase(
       }
     });
 
-    it("resumes after a disconnect from the last seq seen, or from the ack cursor: nothing lost, nothing repeated", async () => {
+    it("resumes after a disconnect from the last seq seen, or from the ack cursor, then goes on live: nothing lost, nothing repeated", async () => {
       const t = await env().team("alice");
       const alice = t.member("alice").client;
-      for (let i = 1; i <= 5; i++) await t.lead.send({ to: "alice", message: text(`m${i}`) });
+      const send = (i: number) => t.lead.send({ to: "alice", message: text(`m${i}`) });
+      /** Reads on until the stream is idle at `seq`: a heartbeat says that is its position. */
+      const idleAt = (reader: SubscriptionReader, seq: bigint) =>
+        reader.until((e) => e.event.case === "heartbeat" && e.event.value.lastSeq === seq);
+      const texts = (reader: SubscriptionReader) =>
+        envelopesOf(reader.events).map((e) => e.message?.kind.value);
+      const range = (from: number, to: number) =>
+        Array.from({ length: to - from + 1 }, (_, i) => `m${from + i}`);
+
+      for (let i = 1; i <= 5; i++) await send(i);
       const first = await receive(alice.subscribe({}), 3); // breaks the stream after 3
       expect(first.map((e) => e.seq)).toEqual([1n, 2n, 3n]);
-      for (let i = 6; i <= 8; i++) await t.lead.send({ to: "alice", message: text(`m${i}`) });
+      for (let i = 6; i <= 8; i++) await send(i);
 
-      const resumed = await receive(alice.subscribe({ afterSeq: 3n }), 5);
-      expect(resumed.map((e) => e.message?.kind.value)).toEqual(["m4", "m5", "m6", "m7", "m8"]);
+      // From the last seq seen: the backlog m4..m8, then m9 sent while the backlog is being
+      // read, and m10, m11 sent once it has all come.
+      const resumed = openSubscription(alice, { afterSeq: 3n });
+      try {
+        await resumed.envelopes(1);
+        await send(9);
+        await resumed.envelopes(4);
+        for (let i = 10; i <= 11; i++) await send(i);
+        await idleAt(resumed, 11n);
+        expect(texts(resumed), describeEvents(resumed.events)).toEqual(range(4, 11));
+      } finally {
+        resumed.close();
+      }
 
+      // From the ack cursor: the backlog m7..m11, then m12, m13 live.
       await alice.ack({ seq: 6n });
-      const fromCursor = await receive(alice.subscribe({}), 2);
-      expect(fromCursor.map((e) => e.seq)).toEqual([7n, 8n]);
+      const fromCursor = openSubscription(alice);
+      try {
+        await fromCursor.envelopes(5);
+        for (let i = 12; i <= 13; i++) await send(i);
+        await idleAt(fromCursor, 13n);
+        expect(texts(fromCursor), describeEvents(fromCursor.events)).toEqual(range(7, 13));
+        expect(envelopesOf(fromCursor.events).map((e) => e.seq)).toEqual(
+          Array.from({ length: 7 }, (_, i) => BigInt(7 + i)),
+        );
+      } finally {
+        fromCursor.close();
+      }
     });
 
     it("a retried Send with the same message_id stores one message and returns the first result", async () => {
@@ -186,4 +227,27 @@ describeEachDatabase(
     });
   },
   { heartbeatIntervalMs: 200 },
+);
+
+describeEachDatabase(
+  "inbox wake-ups",
+  (env) => {
+    it("pushes a message to an open, idle subscription when it commits, not at the next heartbeat", async () => {
+      const t = await env().team("alice");
+      const stream = openSubscription(t.member("alice").client, { afterSeq: 0n });
+      try {
+        await t.lead.send({ to: "alice", message: text("one") });
+        // Whether it came as backlog or live, the stream has read its inbox once it has it.
+        expect(envelopesOf([await stream.next()]).map((e) => e.seq)).toEqual([1n]);
+        await t.lead.send({ to: "alice", message: text("two") });
+        // The heartbeat (and the re-read after it) is a minute away: only the wake-up of
+        // the commit can deliver this within the test's time.
+        const next = await stream.next();
+        expect(next.event).toMatchObject({ case: "envelope", value: { seq: 2n } });
+      } finally {
+        stream.close();
+      }
+    });
+  },
+  { heartbeatIntervalMs: 60_000 },
 );

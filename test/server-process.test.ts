@@ -8,6 +8,7 @@ import {
 } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, inject, it } from "vitest";
+import { RequestKind, RequestStatus } from "../gen/team/v1/enums_pb.js";
 import { type SubscribeResponse, TeamService } from "../gen/team/v1/team_service_pb.js";
 
 type TeamClient = Client<typeof TeamService>;
@@ -27,7 +28,14 @@ import {
   waitFor,
   withTimeout,
 } from "./support/child-server.js";
-import { createScratchPgDatabase } from "./support/databases.js";
+import { createScratchPgDatabase, type DatabaseKind, databaseKinds } from "./support/databases.js";
+import {
+  planRequest,
+  planResponse,
+  shutdownRequest,
+  shutdownResponse,
+} from "./support/protocol-helpers.js";
+import { envelopesOf, openSubscription } from "./support/subscription-reader.js";
 
 /** A generated gRPC client for the server at `baseUrl`, with an optional bearer token. */
 function client(baseUrl: string, token?: string): TeamClient {
@@ -78,72 +86,89 @@ function expectCleanStop(server: ServerProcess, exit: Exit): void {
   expect(server.events("stop_failed")).toEqual([]);
 }
 
+/**
+ * The configuration of a server over fresh, empty data of one kind, the same for every
+ * process a test starts on it, and what its start line says about that data.
+ */
+async function freshData(
+  kind: DatabaseKind,
+): Promise<{ env: Record<string, string>; start: Record<string, unknown> }> {
+  const dataDir = await tempDataDir();
+  if (kind === "embedded") {
+    return { env: { DATA_DIR: dataDir }, start: { database: "embedded", dataDir } };
+  }
+  const scratch = await createScratchPgDatabase();
+  afterThisTest(() => scratch.drop());
+  return { env: { DATABASE_URL: scratch.url, DATA_DIR: dataDir }, start: { database: "postgres" } };
+}
+
 describe("the server as a process", () => {
-  it("embedded database: serves, ends streams cleanly on SIGTERM, and keeps its data across a restart", async () => {
-    const dataDir = await tempDataDir();
-    const versions = (await loadMigrations()).map((m) => m.version);
-    const first = await startServer({ DATA_DIR: dataDir });
-    expect(first.events("start")).toHaveLength(1);
-    expect(first.events("start")[0]).toMatchObject({
-      database: "embedded",
-      dataDir,
-      migrationsApplied: versions,
-      adminTokenRequired: false,
-    });
+  for (const { kind, skip } of databaseKinds()) {
+    it.skipIf(skip)(
+      `${kind} database: serves, ends streams cleanly on SIGTERM, and keeps its data across a restart`,
+      async () => {
+        const data = await freshData(kind);
+        const versions = (await loadMigrations()).map((m) => m.version);
+        const first = await startServer(data.env);
+        expect(first.events("start")).toHaveLength(1);
+        expect(first.events("start")[0]).toMatchObject({
+          ...data.start,
+          migrationsApplied: versions,
+          adminTokenRequired: false,
+        });
 
-    const created = await client(first.url).createTeam({ team: "durable" });
-    const lead = client(first.url, created.token);
-    const added = await lead.addMember({ name: "alice" });
-    const sent = await lead.send({ to: "alice", message: text("before the restart") });
-    expect(sent.seq).toBe(1n);
+        const created = await client(first.url).createTeam({ team: "durable" });
+        const lead = client(first.url, created.token);
+        const added = await lead.addMember({ name: "alice" });
+        const sent = await lead.send({ to: "alice", message: text("before the restart") });
+        expect(sent.seq).toBe(1n);
 
-    // An open Subscribe stream, with the backlog delivered, when SIGTERM arrives.
-    const received: SubscribeResponse[] = [];
-    const stream = (async () => {
-      for await (const event of client(first.url, added.token).subscribe({ afterSeq: 0n })) {
-        received.push(event);
-      }
-    })();
-    let streamError: unknown;
-    const streamDone = stream.then(
-      () => "ended" as const,
-      (err) => {
-        streamError = err;
-        return "threw" as const;
+        // An open Subscribe stream, with the backlog delivered, when SIGTERM arrives.
+        const received: SubscribeResponse[] = [];
+        const stream = (async () => {
+          for await (const event of client(first.url, added.token).subscribe({ afterSeq: 0n })) {
+            received.push(event);
+          }
+        })();
+        let streamError: unknown;
+        const streamDone = stream.then(
+          () => "ended" as const,
+          (err) => {
+            streamError = err;
+            return "threw" as const;
+          },
+        );
+        await waitFor("the backlog on the stream", 10_000, () =>
+          received.some((e) => e.event.case === "envelope") ? true : undefined,
+        );
+
+        first.child.kill("SIGTERM");
+        const outcome = await withTimeout("the stream to end", 15_000, streamDone, first);
+        expect(streamError).toBeUndefined();
+        expect(outcome).toBe("ended");
+        expect(
+          received.flatMap((e) => (e.event.case === "envelope" ? [e.event.value.seq] : [])),
+        ).toEqual([1n]);
+        expectCleanStop(first, await exitOf(first));
+        expect(first.events("start")).toHaveLength(1);
+        expect(first.events("signal")).toMatchObject([{ signal: "SIGTERM" }]);
+
+        // Same data, new process: nothing to migrate, tokens and messages still there.
+        const second = await startServer(data.env);
+        expect(second.events("start")[0]).toMatchObject({ ...data.start, migrationsApplied: [] });
+        const alice = client(second.url, added.token);
+        const read = await alice.readInbox({ afterSeq: 0n });
+        expect(read.envelopes.map((e) => [e.seq, e.from, e.to, e.message?.kind.value])).toEqual([
+          [1n, "team-lead", "alice", "before the restart"],
+        ]);
+        expect(read.lastSeq).toBe(1n);
+        const members = await client(second.url, created.token).listMembers({});
+        expect(members.members.map((m) => m.name).sort()).toEqual(["alice", "team-lead"]);
+        expectCleanStop(second, await stopServer(second));
       },
+      60_000,
     );
-    await waitFor("the backlog on the stream", 10_000, () =>
-      received.some((e) => e.event.case === "envelope") ? true : undefined,
-    );
-
-    first.child.kill("SIGTERM");
-    const outcome = await withTimeout("the stream to end", 15_000, streamDone, first);
-    expect(streamError).toBeUndefined();
-    expect(outcome).toBe("ended");
-    expect(
-      received.flatMap((e) => (e.event.case === "envelope" ? [e.event.value.seq] : [])),
-    ).toEqual([1n]);
-    expectCleanStop(first, await exitOf(first));
-    expect(first.events("start")).toHaveLength(1);
-    expect(first.events("signal")).toMatchObject([{ signal: "SIGTERM" }]);
-
-    // Same data dir, new process: nothing to migrate, tokens and messages still there.
-    const second = await startServer({ DATA_DIR: dataDir });
-    expect(second.events("start")[0]).toMatchObject({
-      database: "embedded",
-      dataDir,
-      migrationsApplied: [],
-    });
-    const alice = client(second.url, added.token);
-    const read = await alice.readInbox({ afterSeq: 0n });
-    expect(read.envelopes.map((e) => [e.seq, e.from, e.to, e.message?.kind.value])).toEqual([
-      [1n, "team-lead", "alice", "before the restart"],
-    ]);
-    expect(read.lastSeq).toBe(1n);
-    const members = await client(second.url, created.token).listMembers({});
-    expect(members.members.map((m) => m.name).sort()).toEqual(["alice", "team-lead"]);
-    expectCleanStop(second, await stopServer(second));
-  }, 60_000);
+  }
 
   it("a second server on the same data dir refuses to start; the first keeps serving", async () => {
     const dataDir = await tempDataDir();
@@ -185,82 +210,188 @@ describe("the server as a process", () => {
     await stopServer(second);
   }, 60_000);
 
-  it("SIGTERM during a burst of Sends: every call ends, and every acknowledged message is durable", async () => {
-    const dataDir = await tempDataDir();
-    const first = await startServer({ DATA_DIR: dataDir });
-    const created = await client(first.url).createTeam({ team: "burst" });
-    const lead = client(first.url, created.token);
-    const senders = Array.from({ length: 16 }, (_, i) => `s${i}`);
-    const tokens: Record<string, string> = {};
-    for (const name of senders) tokens[name] = (await lead.addMember({ name })).token;
-    const alice = await lead.addMember({ name: "alice" });
+  for (const { kind, skip } of databaseKinds()) {
+    it.skipIf(skip)(
+      `${kind} database: SIGTERM during a burst of Sends: every call ends, and every acknowledged message is durable`,
+      async () => {
+        const data = await freshData(kind);
+        const first = await startServer(data.env);
+        const created = await client(first.url).createTeam({ team: "burst" });
+        const lead = client(first.url, created.token);
+        const senders = Array.from({ length: 16 }, (_, i) => `s${i}`);
+        const tokens: Record<string, string> = {};
+        for (const name of senders) tokens[name] = (await lead.addMember({ name })).token;
+        const alice = await lead.addMember({ name: "alice" });
 
-    // Each sender sends one message after another until a call fails.
-    const acked: { seq: bigint; text: string }[] = [];
-    const failures: unknown[] = [];
-    let attempted = 0;
-    let signalled = false;
-    let ackedAfterSignal = 0;
-    const loops = senders.map(async (name) => {
-      const c = client(first.url, tokens[name]);
-      for (let i = 0; ; i++) {
-        const body = `${name}:${i}`;
-        attempted++;
-        try {
-          const res = await c.send({ to: "alice", message: text(body) });
-          acked.push({ seq: res.seq, text: body });
-          if (signalled) ackedAfterSignal++;
-        } catch (err) {
-          failures.push(err);
-          return;
+        // Each sender sends one message after another until a call fails.
+        const acked: { seq: bigint; text: string }[] = [];
+        const failures: unknown[] = [];
+        let attempted = 0;
+        let signalled = false;
+        let ackedAfterSignal = 0;
+        const loops = senders.map(async (name) => {
+          const c = client(first.url, tokens[name]);
+          for (let i = 0; ; i++) {
+            const body = `${name}:${i}`;
+            attempted++;
+            try {
+              const res = await c.send({ to: "alice", message: text(body) });
+              acked.push({ seq: res.seq, text: body });
+              if (signalled) ackedAfterSignal++;
+            } catch (err) {
+              failures.push(err);
+              return;
+            }
+          }
+        });
+        await waitFor(
+          "100 acknowledged sends",
+          20_000,
+          () => {
+            if (failures.length > 0) throw ConnectError.from(failures[0]);
+            return acked.length >= 100 ? true : undefined;
+          },
+          first,
+        );
+        first.child.kill("SIGTERM");
+        signalled = true;
+        await withTimeout("every Send to end", 20_000, Promise.all(loops), first);
+        expectCleanStop(first, await exitOf(first));
+
+        // Each loop ended with one failure, and only with the codes of a stopping server.
+        expect(failures).toHaveLength(senders.length);
+        const errors = failures.map((err) => ConnectError.from(err));
+        const described = errors.map((ce) => `${Code[ce.code]}: ${ce.rawMessage}`).join("\n");
+        for (const ce of errors) {
+          expect([Code.Unavailable, Code.Canceled, Code.Aborted], described).toContain(
+            effectiveCode(ce),
+          );
         }
-      }
-    });
-    await waitFor(
-      "100 acknowledged sends",
-      20_000,
-      () => {
-        if (failures.length > 0) throw ConnectError.from(failures[0]);
-        return acked.length >= 100 ? true : undefined;
+        // Some calls were in flight when the signal came, and were answered, not cut.
+        expect(ackedAfterSignal).toBeGreaterThan(0);
+
+        const second = await startServer(data.env);
+        const read = await client(second.url, alice.token).readInbox({ afterSeq: 0n, limit: 1000 });
+        const stored = read.envelopes.map((e) => ({ seq: e.seq, text: e.message?.kind.value }));
+        expect(stored.length).toBeLessThan(1000); // one page holds it all
+        // seqs 1..N without gaps...
+        expect(stored.map((m) => m.seq)).toEqual(
+          Array.from({ length: stored.length }, (_, i) => BigInt(i + 1)),
+        );
+        // ...every acknowledged send at the seq it was given...
+        const bySeq = new Map(stored.map((m) => [m.seq, m.text]));
+        for (const a of acked) expect(bySeq.get(a.seq)).toBe(a.text);
+        // ...and beyond them at most the failed calls whose answer may have been lost (a refused
+        // connection or stream was never processed, so it cannot have stored anything).
+        const maybeCommitted = errors.filter((ce) => !neverProcessed(ce)).length;
+        expect(stored.length).toBeGreaterThanOrEqual(acked.length);
+        expect(stored.length - acked.length, described).toBeLessThanOrEqual(maybeCommitted);
+        expect(attempted).toBe(acked.length + failures.length);
+        expectCleanStop(second, await stopServer(second));
       },
-      first,
+      60_000,
     );
-    first.child.kill("SIGTERM");
-    signalled = true;
-    await withTimeout("every Send to end", 20_000, Promise.all(loops), first);
-    expectCleanStop(first, await exitOf(first));
+  }
 
-    // Each loop ended with one failure, and only with the codes of a stopping server.
-    expect(failures).toHaveLength(senders.length);
-    const errors = failures.map((err) => ConnectError.from(err));
-    const described = errors.map((ce) => `${Code[ce.code]}: ${ce.rawMessage}`).join("\n");
-    for (const ce of errors) {
-      expect([Code.Unavailable, Code.Canceled, Code.Aborted], described).toContain(
-        effectiveCode(ce),
-      );
-    }
-    // Some calls were in flight when the signal came, and were answered, not cut.
-    expect(ackedAfterSignal).toBeGreaterThan(0);
+  for (const { kind, skip } of databaseKinds()) {
+    it.skipIf(skip)(
+      `${kind} database: pending protocol requests survive a restart of the server process and are answered after it`,
+      async () => {
+        const data = await freshData(kind);
+        const first = await startServer(data.env);
+        const created = await client(first.url).createTeam({ team: "requests" });
+        const added = await client(first.url, created.token).addMember({ name: "alice" });
+        const shutdown = await client(first.url, created.token).send({
+          to: "alice",
+          message: shutdownRequest("the work is done"),
+        });
+        const plan = await client(first.url, added.token).send({
+          to: "team-lead",
+          message: planRequest("1. migrate\n2. test"),
+        });
+        const before = await Promise.all(
+          [shutdown.requestId, plan.requestId].map(
+            async (requestId) =>
+              (await client(first.url, created.token).getRequest({ requestId })).request,
+          ),
+        );
+        expectCleanStop(first, await stopServer(first));
 
-    const second = await startServer({ DATA_DIR: dataDir });
-    const read = await client(second.url, alice.token).readInbox({ afterSeq: 0n, limit: 1000 });
-    const stored = read.envelopes.map((e) => ({ seq: e.seq, text: e.message?.kind.value }));
-    expect(stored.length).toBeLessThan(1000); // one page holds it all
-    // seqs 1..N without gaps...
-    expect(stored.map((m) => m.seq)).toEqual(
-      Array.from({ length: stored.length }, (_, i) => BigInt(i + 1)),
+        const second = await startServer(data.env);
+        expect(second.events("start")[0]).toMatchObject({ ...data.start, migrationsApplied: [] });
+        const lead = client(second.url, created.token);
+        const alice = client(second.url, added.token);
+
+        // Both records as they were, to the timestamp, still pending, each party sees its own.
+        const shutdownRecord = (await alice.getRequest({ requestId: shutdown.requestId })).request;
+        const planRecord = (await lead.getRequest({ requestId: plan.requestId })).request;
+        expect([shutdownRecord, planRecord]).toEqual(before);
+        expect(shutdownRecord).toMatchObject({
+          kind: RequestKind.SHUTDOWN,
+          status: RequestStatus.PENDING,
+          from: "team-lead",
+          to: "alice",
+          request: shutdownRequest("the work is done"),
+        });
+        expect(shutdownRecord?.response).toBeUndefined();
+        expect(planRecord).toMatchObject({
+          kind: RequestKind.PLAN_APPROVAL,
+          status: RequestStatus.PENDING,
+          from: "alice",
+          to: "team-lead",
+          request: planRequest("1. migrate\n2. test"),
+        });
+        expect(planRecord?.response).toBeUndefined();
+
+        // The lead approves the plan; alice, the requester, gets the answer on her stream.
+        const aliceStream = openSubscription(alice, { afterSeq: 1n });
+        try {
+          await lead.send({ to: "alice", message: planResponse(plan.requestId, true, "go ahead") });
+          const [answer] = envelopesOf(await aliceStream.envelopes(1));
+          expect(answer).toMatchObject({
+            from: "team-lead",
+            to: "alice",
+            requestId: plan.requestId,
+            message: planResponse(plan.requestId, true, "go ahead"),
+          });
+        } finally {
+          aliceStream.close();
+        }
+        const planAfter = (await alice.getRequest({ requestId: plan.requestId })).request;
+        expect(planAfter).toMatchObject({
+          status: RequestStatus.APPROVED,
+          response: planResponse(plan.requestId, true, "go ahead"),
+        });
+        expect(planAfter?.resolvedAt).toBeDefined();
+
+        // alice approves the shutdown; the lead, the requester, gets the answer on its stream.
+        const leadStream = openSubscription(lead, { afterSeq: 1n });
+        try {
+          await alice.send({
+            to: "team-lead",
+            message: shutdownResponse(shutdown.requestId, true),
+          });
+          const [answer] = envelopesOf(await leadStream.envelopes(1));
+          expect(answer).toMatchObject({
+            from: "alice",
+            to: "team-lead",
+            requestId: shutdown.requestId,
+            message: shutdownResponse(shutdown.requestId, true),
+          });
+        } finally {
+          leadStream.close();
+        }
+        const shutdownAfter = (await lead.getRequest({ requestId: shutdown.requestId })).request;
+        expect(shutdownAfter).toMatchObject({
+          status: RequestStatus.APPROVED,
+          response: shutdownResponse(shutdown.requestId, true),
+        });
+        expect(shutdownAfter?.resolvedAt).toBeDefined();
+        expectCleanStop(second, await stopServer(second));
+      },
+      60_000,
     );
-    // ...every acknowledged send at the seq it was given...
-    const bySeq = new Map(stored.map((m) => [m.seq, m.text]));
-    for (const a of acked) expect(bySeq.get(a.seq)).toBe(a.text);
-    // ...and beyond them at most the failed calls whose answer may have been lost (a refused
-    // connection or stream was never processed, so it cannot have stored anything).
-    const maybeCommitted = errors.filter((ce) => !neverProcessed(ce)).length;
-    expect(stored.length).toBeGreaterThanOrEqual(acked.length);
-    expect(stored.length - acked.length, described).toBeLessThanOrEqual(maybeCommitted);
-    expect(attempted).toBe(acked.length + failures.length);
-    expectCleanStop(second, await stopServer(second));
-  }, 60_000);
+  }
 
   it.skipIf(inject("pgAdminUrl") === "")(
     "DATABASE_URL: serves from PostgreSQL and leaves DATA_DIR alone",
