@@ -221,9 +221,11 @@ export async function appendToInboxes(
     seq: one(seqOf.get(r.id)),
   }));
   await tx.query(
+    // sent_at is when the row is stored, not when its transaction began (the column's
+    // default): a sweeper's "expired" notice must not be dated before the deadline it reports.
     `INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name,
-                           request_id, message_id, kind, body)
-     SELECT r.id, r.seq, $3, $4, $5, $6, $7, $8, $9, $10
+                           request_id, message_id, kind, body, sent_at)
+     SELECT r.id, r.seq, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp()
      FROM unnest($1::int[], $2::bigint[]) AS r (id, seq)`,
     [
       deliveries.map((d) => d.memberId),
