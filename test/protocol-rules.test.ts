@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { MemberStatus, RequestStatus, TaskStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
+import type { Envelope } from "../gen/team/v1/records_pb.js";
 import { describeEachDatabase, type Protocol, type TeamClient } from "./support/harness.js";
 import {
   inbox,
@@ -9,6 +9,7 @@ import {
   planRequest,
   planResponse,
   refused,
+  requestRecord,
   shutdownRequest,
   shutdownResponse,
   text,
@@ -17,13 +18,6 @@ import {
 const task = (status: TaskStatus) => ({
   kind: { case: "taskNotification" as const, value: { taskId: "t1", status, description: "d" } },
 });
-
-/** A request record that must exist, as `client` sees it. */
-async function recordOf(client: TeamClient, requestId: string): Promise<RequestRecord> {
-  const r = (await client.getRequest({ requestId })).request;
-  if (!r) throw new Error(`GetRequest ${requestId} returned no record`);
-  return r;
-}
 
 /** The envelopes of a member's inbox about one request. */
 async function envelopesAbout(client: TeamClient, requestId: string): Promise<Envelope[]> {
@@ -106,7 +100,7 @@ describeEachDatabase("protocol rules", (env) => {
     );
     const asked = await t.lead.send({ to: "bob", message: shutdownRequest("wrap up") });
     expect(asked.requestId).not.toBe("");
-    expect(await recordOf(t.lead, asked.requestId)).toMatchObject({
+    expect(await requestRecord(t.lead, asked.requestId)).toMatchObject({
       from: "team-lead",
       to: "bob",
       status: RequestStatus.PENDING,
@@ -124,7 +118,7 @@ describeEachDatabase("protocol rules", (env) => {
       Code.InvalidArgument,
     );
     const asked = await t.lead.send({ to: "alice", message: shutdownRequest() });
-    expect(await recordOf(t.lead, asked.requestId)).toMatchObject({
+    expect(await requestRecord(t.lead, asked.requestId)).toMatchObject({
       to: "alice",
       status: RequestStatus.PENDING,
     });
@@ -146,7 +140,7 @@ describeEachDatabase("protocol rules", (env) => {
       to: "team-lead",
       message: shutdownResponse(asked.requestId, false, "busy"),
     });
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
     const got = await envelopesAbout(t.lead, asked.requestId);
     expect(got.map((e) => [e.from, e.message?.kind.value])).toEqual([
       ["alice", expect.objectContaining({ approve: false, reason: "busy" })],
@@ -167,10 +161,10 @@ describeEachDatabase("protocol rules", (env) => {
         Code.InvalidArgument,
       );
     }
-    expect((await recordOf(t.lead, a.requestId)).status).toBe(RequestStatus.PENDING);
+    expect((await requestRecord(t.lead, a.requestId)).status).toBe(RequestStatus.PENDING);
     // A rejection with a reason passes (stored trimmed); it leaves alice working.
     await alice.send({ to: "team-lead", message: shutdownResponse(a.requestId, false, " busy ") });
-    expect((await recordOf(t.lead, a.requestId)).status).toBe(RequestStatus.REJECTED);
+    expect((await requestRecord(t.lead, a.requestId)).status).toBe(RequestStatus.REJECTED);
     expect((await envelopesAbout(t.lead, a.requestId))[0]?.message?.kind.value).toMatchObject({
       approve: false,
       reason: "busy",
@@ -181,7 +175,7 @@ describeEachDatabase("protocol rules", (env) => {
     await t
       .member("bob")
       .client.send({ to: "team-lead", message: shutdownResponse(b.requestId, true) });
-    expect((await recordOf(t.lead, b.requestId)).status).toBe(RequestStatus.APPROVED);
+    expect((await requestRecord(t.lead, b.requestId)).status).toBe(RequestStatus.APPROVED);
     expect((await envelopesAbout(t.lead, b.requestId))[0]?.message?.kind.value).toMatchObject({
       approve: true,
       reason: "",
@@ -201,9 +195,9 @@ describeEachDatabase("protocol rules", (env) => {
       "lead-only-approval",
       Code.PermissionDenied,
     );
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
     await t.lead.send({ to: "alice", message: planResponse(asked.requestId, true) });
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
     const got = await envelopesAbout(t.member("alice").client, asked.requestId);
     expect(got.map((e) => [e.from, kindOf(e.message)])).toEqual([
       ["team-lead", "planApprovalResponse"],
@@ -227,7 +221,7 @@ describeEachDatabase("protocol rules", (env) => {
     const asked = await t
       .member("alice")
       .client.send({ to: "team-lead", message: planRequest("p") });
-    expect(await recordOf(t.lead, asked.requestId)).toMatchObject({
+    expect(await requestRecord(t.lead, asked.requestId)).toMatchObject({
       from: "alice",
       to: "team-lead",
       status: RequestStatus.PENDING,
@@ -275,12 +269,12 @@ describeEachDatabase("protocol rules", (env) => {
     );
     // bob is still active and the request still pending: the refused approvals changed nothing.
     expect(await statusOf(t.lead, "bob")).toBe(MemberStatus.ACTIVE);
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
     // The addressee may answer.
     await t
       .member("alice")
       .client.send({ to: "team-lead", message: shutdownResponse(asked.requestId, true) });
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
     const got = await envelopesAbout(t.lead, asked.requestId);
     expect(got.map((e) => [e.from, kindOf(e.message)])).toEqual([["alice", "shutdownResponse"]]);
     expect(await statusOf(t.lead, "alice")).toBe(MemberStatus.STOPPED);
@@ -307,10 +301,10 @@ describeEachDatabase("protocol rules", (env) => {
       Code.NotFound,
     );
     // The other team's request is untouched; an answer naming this team's request passes.
-    expect((await recordOf(other.lead, foreign.requestId)).status).toBe(RequestStatus.PENDING);
+    expect((await requestRecord(other.lead, foreign.requestId)).status).toBe(RequestStatus.PENDING);
     const asked = await t.lead.send({ to: "alice", message: shutdownRequest() });
     await alice.send({ to: "team-lead", message: shutdownResponse(asked.requestId, false, "no") });
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
     const got = await envelopesAbout(t.lead, asked.requestId);
     expect(got.map((e) => kindOf(e.message))).toEqual(["shutdownResponse"]);
   });
@@ -322,7 +316,7 @@ describeEachDatabase("protocol rules", (env) => {
       .client.send({ to: "team-lead", message: planRequest("p") });
     // The first answer passes.
     await t.lead.send({ to: "alice", message: planResponse(asked.requestId, false, "no") });
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.REJECTED);
     const r = await expectRule(
       t,
       () => t.lead.send({ to: "alice", message: planResponse(asked.requestId, true) }),
@@ -330,7 +324,7 @@ describeEachDatabase("protocol rules", (env) => {
       Code.FailedPrecondition,
     );
     expect(r.message).toMatch(/already rejected/);
-    const record = await recordOf(t.lead, asked.requestId);
+    const record = await requestRecord(t.lead, asked.requestId);
     expect(record.status).toBe(RequestStatus.REJECTED);
     expect(record.response?.kind.value).toMatchObject({ approve: false, feedback: "no" });
     const got = await envelopesAbout(t.member("alice").client, asked.requestId);
@@ -350,7 +344,7 @@ describeEachDatabase("protocol rules", (env) => {
     const asked = await t.lead.send({ to: "bob", message: shutdownRequest() });
     const said = await t.lead.send({ to: "bob", message: text("hello") });
     expect(said.deliveries.map((d) => d.to)).toEqual(["bob"]);
-    expect((await recordOf(t.lead, asked.requestId)).to).toBe("bob");
+    expect((await requestRecord(t.lead, asked.requestId)).to).toBe("bob");
     const got = await inbox(t.member("bob").client);
     expect(got.map((e) => [e.seq, e.requestId, kindOf(e.message)])).toEqual([
       [asked.seq, asked.requestId, "shutdownRequest"],
@@ -369,9 +363,9 @@ describeEachDatabase("protocol rules", (env) => {
       "response-to-requester",
       Code.InvalidArgument,
     );
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
     await t.lead.send({ to: "alice", message: planResponse(asked.requestId, true) });
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.APPROVED);
     const got = await envelopesAbout(t.member("alice").client, asked.requestId);
     expect(got.map((e) => kindOf(e.message))).toEqual(["planApprovalResponse"]);
     expect(await inbox(t.member("bob").client)).toEqual([]);
@@ -430,7 +424,7 @@ describeEachDatabase("protocol rules", (env) => {
       to: "team-lead",
       message: planRequest("p".repeat(256 * 1024)),
     });
-    const stored = (await recordOf(t.lead, plan.requestId)).request?.kind.value;
+    const stored = (await requestRecord(t.lead, plan.requestId)).request?.kind.value;
     expect((stored as { plan: string } | undefined)?.plan.length).toBe(256 * 1024);
     const asked = await t.lead.send({
       to: "alice",
@@ -503,7 +497,7 @@ describeEachDatabase("protocol rules", (env) => {
       "server-only",
       Code.InvalidArgument,
     );
-    expect((await recordOf(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
+    expect((await requestRecord(t.lead, asked.requestId)).status).toBe(RequestStatus.PENDING);
     // The legitimate way: CancelRequest, after which the server writes the update itself.
     await t.lead.cancelRequest({ requestId: asked.requestId });
     const got = await envelopesAbout(t.member("alice").client, asked.requestId);
@@ -566,7 +560,7 @@ describeEachDatabase("protocol rules", (env) => {
         }
       }
 
-      const record = await recordOf(t.lead, asked.requestId);
+      const record = await requestRecord(t.lead, asked.requestId);
       expect(record.status).toBe(approved ? RequestStatus.APPROVED : RequestStatus.REJECTED);
       expect(record.response?.kind).toEqual({
         case: "shutdownResponse",

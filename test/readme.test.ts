@@ -1,9 +1,6 @@
-import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { MemberStatus, RequestStatus } from "../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../gen/team/v1/records_pb.js";
@@ -11,6 +8,7 @@ import { repoRoot, withTimeout } from "./support/child-server.js";
 import { type DatabaseKind, databaseKinds, openTestDatabase } from "./support/databases.js";
 import { startTestEnv, type TeamClient, type TestEnv } from "./support/harness.js";
 import { inbox, planResponse, shutdownRequest, text } from "./support/protocol-helpers.js";
+import { pythonPrerequisitesFor } from "./support/python-prerequisites.js";
 import {
   blocksUnder,
   blockUnder,
@@ -180,40 +178,7 @@ for (const { kind, skip } of databaseKinds()) {
 }
 
 // The Python sample needs Debian's grpcio and protoc, as test/python.test.ts does.
-const PYTHON = "/usr/bin/python3";
-const APT_PACKAGES =
-  "python3-grpcio python3-protobuf protobuf-compiler protobuf-compiler-grpc libprotobuf-dev";
-const run = promisify(execFile);
-
-async function missingPythonPrerequisites(): Promise<string[]> {
-  const missing: string[] = [];
-  const imports = await run(PYTHON, ["-c", "import grpc, google.protobuf"]).then(
-    () => true,
-    () => false,
-  );
-  if (!imports)
-    missing.push(`grpcio and protobuf for ${PYTHON} (python3-grpcio, python3-protobuf)`);
-  if (!existsSync("/usr/bin/protoc")) missing.push("/usr/bin/protoc (protobuf-compiler)");
-  if (!existsSync("/usr/bin/grpc_python_plugin")) {
-    missing.push("/usr/bin/grpc_python_plugin (protobuf-compiler-grpc)");
-  }
-  if (!existsSync("/usr/include/google/protobuf/timestamp.proto")) {
-    missing.push("the well-known .proto files in /usr/include (libprotobuf-dev)");
-  }
-  return missing;
-}
-
-const missing = await missingPythonPrerequisites();
-if (missing.length > 0 && process.env.CI === "true") {
-  it("has the README Python sample's prerequisites (mandatory under CI=true)", () => {
-    expect.fail(`missing ${missing.join("; ")}; install: apt-get install ${APT_PACKAGES}`);
-  });
-} else if (missing.length > 0) {
-  process.stdout.write(
-    `\n*** SKIPPING the README's Python sample: missing ${missing.join("; ")}.\n` +
-      `*** Install them with: apt-get install -y --no-install-recommends ${APT_PACKAGES}\n\n`,
-  );
-}
+const runnable = await pythonPrerequisitesFor("the README's Python sample");
 
 /**
  * The lead's side of the Python sample: waits for the agent's plan, then sends it a text,
@@ -247,7 +212,7 @@ async function driveTheLead(lead: TeamClient, agent: Promise<ShellResult>): Prom
 }
 
 for (const { kind, skip } of databaseKinds()) {
-  describe.skipIf(skip || missing.length > 0)(`README's Python agent [${kind}]`, () => {
+  describe.skipIf(skip || !runnable)(`README's Python agent [${kind}]`, () => {
     it("stubs from the README's protoc command; the agent has its plan approved and approves its shutdown", async () => {
       const agent = blockUnder(blocks, "A Python agent", "python");
       const stubsBlock = blockUnder(blocks, "Stubs for Python", "sh");

@@ -9,7 +9,9 @@ import {
   inbox,
   kindOf,
   planRequest,
+  pollStatus,
   refused,
+  requestRecord,
   shutdownRequest,
   text,
 } from "./support/protocol-helpers.js";
@@ -35,12 +37,6 @@ function ms(t: Timestamp | undefined): number {
   return Number(t.seconds) * 1000 + t.nanos / 1e6;
 }
 
-async function record(client: TeamClient, requestId: string): Promise<RequestRecord> {
-  const r = (await client.getRequest({ requestId })).request;
-  if (!r) throw new Error(`GetRequest ${requestId} returned no record`);
-  return r;
-}
-
 /** expires_at - created_at of a request record. */
 const deadlineOf = (r: RequestRecord) => ms(r.expiresAt) - ms(r.createdAt);
 
@@ -54,21 +50,6 @@ function expectDeadline(r: RequestRecord, ttlMs: number) {
   const d = deadlineOf(r);
   expect(d, `expires_at - created_at of ${r.requestId}`).toBeGreaterThanOrEqual(ttlMs);
   expect(d, `expires_at - created_at of ${r.requestId}`).toBeLessThan(ttlMs + STORE_SLACK_MS);
-}
-
-/** Polls GetRequest until the record has `status` (or `withinMs` passes). */
-async function pollStatus(
-  client: TeamClient,
-  requestId: string,
-  status: RequestStatus,
-  withinMs = 10_000,
-): Promise<RequestRecord> {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    const r = await record(client, requestId);
-    if (r.status === status || Date.now() > until) return r;
-    await sleep(50);
-  }
 }
 
 /** The request_updates about `requestId` in a member's inbox, once there is one (or 10 s). */
@@ -133,10 +114,10 @@ describeEachDatabase(
       const shutdown = await t.lead.send({ to: "alice", message: shutdownRequest() });
       const plan = await alice.send({ to: "team-lead", message: planRequest("p") });
 
-      const s = await record(t.lead, shutdown.requestId);
+      const s = await requestRecord(t.lead, shutdown.requestId);
       expect(s.kind).toBe(RequestKind.SHUTDOWN);
       expectDeadline(s, SHUTDOWN_DEFAULT_MS);
-      const p = await record(t.lead, plan.requestId);
+      const p = await requestRecord(t.lead, plan.requestId);
       expect(p.kind).toBe(RequestKind.PLAN_APPROVAL);
       expectDeadline(p, PLAN_DEFAULT_MS);
 
@@ -170,7 +151,7 @@ describeEachDatabase(
         ],
       ];
       for (const [{ requestId }, ttlMs] of sent) {
-        const r = await record(t.lead, requestId);
+        const r = await requestRecord(t.lead, requestId);
         expect(micros(r.expiresAt) - micros(r.createdAt), `request ${requestId}`).toBe(
           ttlMs * 1000,
         );
@@ -214,7 +195,7 @@ describeEachDatabase(
       ];
       for (const [send, ttlMs] of cases) {
         const sent = await send();
-        expectDeadline(await record(t.lead, sent.requestId), ttlMs);
+        expectDeadline(await requestRecord(t.lead, sent.requestId), ttlMs);
       }
     });
 
@@ -281,7 +262,7 @@ describeEachDatabase(
       ] as const) {
         expect(heard, `no request_update for ${requestId}`).toBeDefined();
         if (!heard) continue;
-        const r = await record(client, requestId);
+        const r = await requestRecord(client, requestId);
         expect(r.status).toBe(RequestStatus.EXPIRED);
         expect(heard.envelope.message?.kind.value).toMatchObject({
           requestId,

@@ -9,7 +9,9 @@ import {
   kindOf,
   planRequest,
   planResponse,
+  pollStatus,
   refused,
+  requestRecord,
   shutdownRequest,
   shutdownResponse,
 } from "./support/protocol-helpers.js";
@@ -21,28 +23,6 @@ const ONE_SECOND = { seconds: 1n };
 
 /** A well-formed request id that no request has. */
 const UNKNOWN_ID = `req_${"A".repeat(22)}`;
-
-/** Reads a request record that must exist. */
-async function record(client: TeamClient, requestId: string): Promise<RequestRecord> {
-  const r = (await client.getRequest({ requestId })).request;
-  if (!r) throw new Error(`GetRequest ${requestId} returned no record`);
-  return r;
-}
-
-/** Polls GetRequest until the record has `status` (or `withinMs` passes); returns the last read. */
-async function pollStatus(
-  client: TeamClient,
-  requestId: string,
-  status: RequestStatus,
-  withinMs = 5_000,
-): Promise<RequestRecord> {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    const r = await record(client, requestId);
-    if (r.status === status || Date.now() > until) return r;
-    await sleep(50);
-  }
-}
 
 /** Polls a member's inbox until `done` says so (or `withinMs` passes); returns the last read. */
 async function pollInbox(
@@ -84,7 +64,7 @@ describeEachDatabase(
         // A plan from alice to the lead: alice asks, the lead answers, bob is a bystander.
         const sent = await alice.send({ to: "team-lead", message: planRequest("refactor io") });
         for (const viewer of [alice, t.lead]) {
-          const r = await record(viewer, sent.requestId);
+          const r = await requestRecord(viewer, sent.requestId);
           expect(r).toMatchObject({
             requestId: sent.requestId,
             kind: RequestKind.PLAN_APPROVAL,
@@ -105,7 +85,7 @@ describeEachDatabase(
 
         // A shutdown from the lead to bob: the addressee (not the lead) sees it too.
         const shut = await t.lead.send({ to: "bob", message: shutdownRequest("done") });
-        expect(await record(bob, shut.requestId)).toMatchObject({
+        expect(await requestRecord(bob, shut.requestId)).toMatchObject({
           from: "team-lead",
           to: "bob",
           kind: RequestKind.SHUTDOWN,
@@ -384,7 +364,7 @@ describeEachDatabase(
           message: shutdownRequest("wrap up"),
           ttl: ONE_SECOND,
         });
-        const pending = await record(t.lead, sent.requestId);
+        const pending = await requestRecord(t.lead, sent.requestId);
         expect(pending.status).toBe(RequestStatus.PENDING);
         const ttlMs =
           Number((pending.expiresAt?.seconds ?? 0n) - (pending.createdAt?.seconds ?? 0n)) * 1000 +
@@ -397,7 +377,7 @@ describeEachDatabase(
 
         // The sweeper has run once the update is in the lead's inbox.
         const leadInbox = await pollInbox(t.lead, hasUpdateFor(sent.requestId));
-        const expired = await record(t.lead, sent.requestId);
+        const expired = await requestRecord(t.lead, sent.requestId);
         expect(expired.status).toBe(RequestStatus.EXPIRED);
         expect(expired.resolvedAt).toBeDefined();
         expect(expired.response).toBeUndefined();
@@ -435,7 +415,7 @@ describeEachDatabase(
         // alice's only the request; the record is unchanged and alice still works.
         expect(await inbox(t.lead)).toEqual(leadInbox);
         expect(await inbox(alice)).toEqual(aliceBefore);
-        expect(await record(alice, sent.requestId)).toEqual(expired);
+        expect(await requestRecord(alice, sent.requestId)).toEqual(expired);
         expect((await alice.listMembers({})).members.length).toBe(2);
 
         // Nor can an expired request be canceled.
@@ -468,7 +448,7 @@ describeEachDatabase(
               );
             // Give the sweeper time to run well after the deadline.
             await sleep(Math.max(0, opened + 2_500 - Date.now()));
-            const r = await record(t.lead, sent.requestId);
+            const r = await requestRecord(t.lead, sent.requestId);
             const coderInbox = await inbox(coder);
             const responses = coderInbox.filter(
               (e) => e.requestId === sent.requestId && kindOf(e.message) === "planApprovalResponse",
@@ -519,7 +499,7 @@ describeEachDatabase(
           expect(e.message).toMatch(/^requester-only: /);
           expect(e.detail?.rule).toBe("requester-only");
         }
-        expect((await record(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
+        expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
 
         const canceled = recordOf(await t.lead.cancelRequest({ requestId: sent.requestId }));
         expect(canceled).toMatchObject({
@@ -530,7 +510,7 @@ describeEachDatabase(
         });
         expect(canceled.resolvedAt).toBeDefined();
         expect(canceled.response).toBeUndefined();
-        expect((await record(alice, sent.requestId)).status).toBe(RequestStatus.CANCELED);
+        expect((await requestRecord(alice, sent.requestId)).status).toBe(RequestStatus.CANCELED);
 
         const aliceInbox = await inbox(alice);
         expect(aliceInbox.map((e) => kindOf(e.message))).toEqual([
@@ -598,7 +578,7 @@ describeEachDatabase(
           expect(e.message).toMatch(/^unknown-request: /);
           expect(e.detail?.rule).toBe("unknown-request");
         }
-        expect((await record(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
+        expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
       });
     });
   },
@@ -619,7 +599,7 @@ describeEachDatabase(
       expect(before.resolvedAt).toBeDefined();
       await sleep(200);
       expect(await env().app.sweeper.sweep()).toBeGreaterThanOrEqual(1);
-      const after = await record(t.lead, sent.requestId);
+      const after = await requestRecord(t.lead, sent.requestId);
       expect(after.status).toBe(RequestStatus.EXPIRED);
       expect(updatesFor(await inbox(t.lead), sent.requestId)).toHaveLength(1);
       expect(after.resolvedAt, "resolved_at changed after the sweep").toEqual(before.resolvedAt);
@@ -665,7 +645,7 @@ for (const { kind, skip } of databaseKinds()) {
           const alice = b.client(team.member("alice").token);
           const bob = b.client(team.member("bob").token);
 
-          const pending = await record(lead, shutdownId);
+          const pending = await requestRecord(lead, shutdownId);
           expect(pending).toMatchObject({
             status: RequestStatus.PENDING,
             kind: RequestKind.SHUTDOWN,
@@ -674,7 +654,7 @@ for (const { kind, skip } of databaseKinds()) {
           });
           expect(pending.request?.kind.value).toMatchObject({ reason: "before restart" });
 
-          const rejected = await record(bob, planId);
+          const rejected = await requestRecord(bob, planId);
           expect(rejected).toMatchObject({
             status: RequestStatus.REJECTED,
             kind: RequestKind.PLAN_APPROVAL,
@@ -692,7 +672,7 @@ for (const { kind, skip } of databaseKinds()) {
           const [asked] = await inbox(alice);
           expect(asked?.requestId).toBe(shutdownId);
           await alice.send({ to: "team-lead", message: shutdownResponse(shutdownId, true) });
-          const approved = await record(lead, shutdownId);
+          const approved = await requestRecord(lead, shutdownId);
           expect(approved.status).toBe(RequestStatus.APPROVED);
           expect(kindOf(approved.response)).toBe("shutdownResponse");
 

@@ -82,20 +82,22 @@ const requestStatuses: Record<RequestStatus, RequestStatusEnum> = {
 export const requestKindToProto = (kind: RequestKind) => requestKinds[kind];
 export const requestStatusToProto = (status: RequestStatus) => requestStatuses[status];
 
-/** UNSPECIFIED means "any"; undefined for a value outside the enum. */
-export function requestKindFromProto(kind: RequestKindEnum): RequestKind | null | undefined {
-  if (kind === RequestKindEnum.UNSPECIFIED) return null;
-  const found = Object.entries(requestKinds).find(([, v]) => v === kind);
-  return found ? (found[0] as RequestKind) : undefined;
+/**
+ * A filter's enum value as the store's word: null for UNSPECIFIED (0, "any"), undefined for a
+ * value outside the enum (proto3 enums are open: a client may send any number).
+ */
+function filterWord<W extends string>(
+  table: Record<W, number>,
+  value: number,
+): W | null | undefined {
+  if (value === 0) return null;
+  const found = (Object.entries(table) as [W, number][]).find(([, v]) => v === value);
+  return found ? found[0] : undefined;
 }
 
-export function requestStatusFromProto(
-  status: RequestStatusEnum,
-): RequestStatus | null | undefined {
-  if (status === RequestStatusEnum.UNSPECIFIED) return null;
-  const found = Object.entries(requestStatuses).find(([, v]) => v === status);
-  return found ? (found[0] as RequestStatus) : undefined;
-}
+export const requestKindFromProto = (kind: RequestKindEnum) => filterWord(requestKinds, kind);
+export const requestStatusFromProto = (status: RequestStatusEnum) =>
+  filterWord(requestStatuses, status);
 
 export function toRequestRecord(r: RequestRow): RequestRecord {
   return create(RequestRecordSchema, {
@@ -118,14 +120,8 @@ const attemptOutcomes: Record<AttemptOutcome, AttemptOutcomeEnum> = {
   refused: AttemptOutcomeEnum.REFUSED,
 };
 
-/** UNSPECIFIED means "any"; undefined for a value outside the enum. */
-export function attemptOutcomeFromProto(
-  outcome: AttemptOutcomeEnum,
-): AttemptOutcome | null | undefined {
-  if (outcome === AttemptOutcomeEnum.UNSPECIFIED) return null;
-  const found = Object.entries(attemptOutcomes).find(([, v]) => v === outcome);
-  return found ? (found[0] as AttemptOutcome) : undefined;
-}
+export const attemptOutcomeFromProto = (outcome: AttemptOutcomeEnum) =>
+  filterWord(attemptOutcomes, outcome);
 
 export function toAttempt(a: AttemptRow): Attempt {
   return create(AttemptSchema, {

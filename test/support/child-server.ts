@@ -6,6 +6,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, expect } from "vitest";
 import { configEnvNames } from "../../server/config.js";
+import { withTimeout } from "./timeout.js";
+
+export { withTimeout } from "./timeout.js";
 
 /**
  * The real server as a child process (`node --import tsx server/main.ts`), configured by
@@ -188,30 +191,4 @@ export async function exitOf(server: ServerProcess, timeoutMs = EXIT_TIMEOUT_MS)
 export async function stopServer(server: ServerProcess, signal: NodeJS.Signals = "SIGTERM") {
   server.child.kill(signal);
   return exitOf(server);
-}
-
-export async function withTimeout<T>(
-  what: string,
-  timeoutMs: number,
-  promise: Promise<T>,
-  server?: ServerProcess,
-): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new Error(
-            `timed out after ${timeoutMs} ms waiting for ${what}` +
-              (server ? `; output:\n${server.output()}` : ""),
-          ),
-        ),
-      timeoutMs,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -1,7 +1,8 @@
 import { ConnectError } from "@connectrpc/connect";
 import { expect } from "vitest";
+import type { RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Message } from "../../gen/team/v1/message_pb.js";
-import type { Envelope } from "../../gen/team/v1/records_pb.js";
+import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
 import type { TeamClient } from "./harness.js";
 
@@ -46,3 +47,25 @@ export async function inbox(client: TeamClient): Promise<Envelope[]> {
 }
 
 export const kindOf = (m: Message | undefined) => m?.kind.case;
+
+/** A request record that must exist, as `client` sees it. */
+export async function requestRecord(client: TeamClient, requestId: string): Promise<RequestRecord> {
+  const r = (await client.getRequest({ requestId })).request;
+  if (!r) throw new Error(`GetRequest ${requestId} returned no record`);
+  return r;
+}
+
+/** Polls GetRequest until the record has `status` (or `withinMs` passes); returns the last read. */
+export async function pollStatus(
+  client: TeamClient,
+  requestId: string,
+  status: RequestStatus,
+  withinMs = 10_000,
+): Promise<RequestRecord> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const r = await requestRecord(client, requestId);
+    if (r.status === status || Date.now() > until) return r;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

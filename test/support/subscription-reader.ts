@@ -1,6 +1,7 @@
 import type { Envelope } from "../../gen/team/v1/records_pb.js";
 import type { SubscribeRequest, SubscribeResponse } from "../../gen/team/v1/team_service_pb.js";
 import type { TeamClient } from "./harness.js";
+import { withTimeout } from "./timeout.js";
 
 /** How long one read waits for the next event before failing with a clear message. */
 const NEXT_EVENT_TIMEOUT_MS = 20_000;
@@ -30,26 +31,12 @@ export function openSubscription(
   const iterator = client.subscribe(request, { signal: abort.signal })[Symbol.asyncIterator]();
   const events: SubscribeResponse[] = [];
   const next = async (timeoutMs = NEXT_EVENT_TIMEOUT_MS) => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `no Subscribe event within ${timeoutMs} ms; so far: ${describeEvents(events)}`,
-            ),
-          ),
-        timeoutMs,
-      );
-    });
-    try {
-      const result = await Promise.race([iterator.next(), timeout]);
-      if (result.done) throw new Error(`the stream ended; it sent: ${describeEvents(events)}`);
-      events.push(result.value);
-      return result.value;
-    } finally {
-      clearTimeout(timer);
-    }
+    // Nothing is read while waiting, so what came so far can be described up front.
+    const what = `a Subscribe event; so far: ${describeEvents(events)}`;
+    const result = await withTimeout(what, timeoutMs, iterator.next());
+    if (result.done) throw new Error(`the stream ended; it sent: ${describeEvents(events)}`);
+    events.push(result.value);
+    return result.value;
   };
   const until = async (stop: (event: SubscribeResponse) => boolean) => {
     const read: SubscribeResponse[] = [];
