@@ -16,7 +16,6 @@ import { isProtocolMessage, messageAction } from "../interceptors/attempts-journ
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
 import type { RequestWaiters } from "../protocols/request-waiters.js";
-import { recordAttempt } from "../store/attempts.js";
 import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
 import { type SendInput, sendMessage } from "../store/send.js";
@@ -51,20 +50,6 @@ export function messagingHandlers(deps: {
           : undefined,
         config: protocols,
       });
-      // A protocol step is journaled in its own transaction: there exactly when it happened.
-      const journaled: SendInput["beforeCommit"] = isProtocolMessage(message)
-        ? async (tx, deliveries) => {
-            await plan.beforeCommit?.(tx, deliveries);
-            await recordAttempt(tx, {
-              teamId: caller.teamId,
-              memberId: caller.id,
-              action: messageAction(message),
-              to: req.to,
-              requestId: plan.requestId ?? "",
-              outcome: "accepted",
-            });
-          }
-        : plan.beforeCommit;
       const input: SendInput = {
         teamId: caller.teamId,
         sender: { id: caller.id, name: caller.name },
@@ -73,7 +58,20 @@ export function messagingHandlers(deps: {
         body: toBinary(MessageSchema, plan.message),
         ...(plan.requestId ? { requestId: plan.requestId } : {}),
         ...(plan.beforeAppend ? { beforeAppend: plan.beforeAppend } : {}),
-        ...(journaled ? { beforeCommit: journaled } : {}),
+        ...(plan.beforeCommit ? { beforeCommit: plan.beforeCommit } : {}),
+        // A protocol step is journaled in its own transaction: there exactly when it happened.
+        ...(isProtocolMessage(message)
+          ? {
+              attempt: {
+                teamId: caller.teamId,
+                memberId: caller.id,
+                action: messageAction(message),
+                to: req.to,
+                requestId: plan.requestId ?? "",
+                outcome: "accepted" as const,
+              },
+            }
+          : {}),
         ...(req.messageId
           ? {
               messageId: req.messageId,

@@ -49,11 +49,22 @@ function capped(s: string | undefined, max: number): string {
 
 /** Appends one attempt; inside the transaction of its effect when it was accepted. */
 export async function recordAttempt(db: Queryable, a: NewAttempt): Promise<void> {
-  await db.query(
-    `INSERT INTO protocol_attempts
-       (team_id, member_id, action, to_name, request_id, outcome, rule, code, message)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [
+  const insert = attemptInsert(a, 1);
+  await db.query(insert.sql, insert.params);
+}
+
+/**
+ * The INSERT of one attempt, its parameters numbered from `first`: a statement of its own, or
+ * a CTE of another statement (store/send.ts journals an accepted step with its messages, which
+ * saves the transaction a round trip while it holds the inbox lock).
+ */
+export function attemptInsert(a: NewAttempt, first: number): { sql: string; params: unknown[] } {
+  const p = Array.from({ length: 9 }, (_, i) => `$${first + i}`);
+  return {
+    sql: `INSERT INTO protocol_attempts
+            (team_id, member_id, action, to_name, request_id, outcome, rule, code, message)
+          VALUES (${p.join(", ")})`,
+    params: [
       a.teamId,
       a.memberId,
       a.action,
@@ -64,7 +75,7 @@ export async function recordAttempt(db: Queryable, a: NewAttempt): Promise<void>
       capped(a.code, 64),
       capped(a.message, MAX_MESSAGE_CHARS),
     ],
-  );
+  };
 }
 
 export interface AttemptFilter {

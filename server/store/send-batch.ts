@@ -11,7 +11,11 @@ import {
 export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;
 
 export const isBatchable = (input: SendInput): boolean =>
-  !input.messageId && !input.requestId && !input.beforeAppend && !input.beforeCommit;
+  !input.messageId &&
+  !input.requestId &&
+  !input.beforeAppend &&
+  !input.beforeCommit &&
+  !input.attempt;
 
 /**
  * Stores many sends with ONE statement, which is its own transaction: one round trip and

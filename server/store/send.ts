@@ -1,4 +1,5 @@
 import { DomainError, RuleViolationError } from "../errors.js";
+import { attemptInsert, type NewAttempt, recordAttempt } from "./attempts.js";
 import type { Database, Queryable } from "./database.js";
 import { one } from "./rows.js";
 
@@ -28,6 +29,8 @@ export interface SendInput {
    * (a new protocol request stores its record here, so both commit or neither does).
    */
   beforeCommit?: (tx: Queryable, deliveries: Delivery[]) => Promise<void>;
+  /** A protocol step's journal line, stored with the messages (in the same statement). */
+  attempt?: NewAttempt;
 }
 
 /** One message as appendToInboxes stores it (for every recipient alike). */
@@ -42,6 +45,8 @@ export interface NewMessage {
   body: Uint8Array;
   requestId?: string | undefined;
   messageId?: string | undefined;
+  /** Journaled in the statement that stores the message (see SendInput.attempt). */
+  attempt?: NewAttempt | undefined;
 }
 
 export interface Delivery {
@@ -93,6 +98,7 @@ export async function sendMessage(db: Database, input: SendInput): Promise<SendR
         body: input.body,
         requestId: input.requestId,
         messageId: input.messageId,
+        attempt: input.attempt,
       },
       recipients,
     );
@@ -204,7 +210,10 @@ export async function appendToInboxes(
   message: NewMessage,
   recipients: { id: number; name: string }[],
 ): Promise<Delivery[]> {
-  if (recipients.length === 0) return [];
+  if (recipients.length === 0) {
+    if (message.attempt) await recordAttempt(tx, message.attempt);
+    return [];
+  }
   const ids = recipients.map((r) => r.id);
   const seqs = await tx.query<{ member_id: number; last_seq: bigint }>(
     `UPDATE inboxes i SET last_seq = i.last_seq + 1
@@ -220,25 +229,28 @@ export async function appendToInboxes(
     to: r.name,
     seq: one(seqOf.get(r.id)),
   }));
+  const params: unknown[] = [
+    deliveries.map((d) => d.memberId),
+    deliveries.map((d) => d.seq),
+    message.teamId,
+    message.senderId,
+    message.fromName,
+    message.to,
+    message.requestId ?? null,
+    message.messageId ?? null,
+    message.kind,
+    message.body,
+  ];
+  const attempt = message.attempt ? attemptInsert(message.attempt, params.length + 1) : undefined;
   await tx.query(
     // sent_at is when the row is stored, not when its transaction began (the column's
     // default): a sweeper's "expired" notice must not be dated before the deadline it reports.
-    `INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name,
+    `${attempt ? `WITH attempt AS (${attempt.sql}) ` : ""}
+     INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name,
                            request_id, message_id, kind, body, sent_at)
      SELECT r.id, r.seq, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp()
      FROM unnest($1::int[], $2::bigint[]) AS r (id, seq)`,
-    [
-      deliveries.map((d) => d.memberId),
-      deliveries.map((d) => d.seq),
-      message.teamId,
-      message.senderId,
-      message.fromName,
-      message.to,
-      message.requestId ?? null,
-      message.messageId ?? null,
-      message.kind,
-      message.body,
-    ],
+    attempt ? [...params, ...attempt.params] : params,
   );
   return deliveries;
 }
