@@ -1,6 +1,7 @@
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { TeamClient } from "../client/team-client.js";
 import {
+  AttemptOutcome,
   MemberStatus,
   PermissionMode,
   RequestKind,
@@ -28,6 +29,12 @@ export async function checkSteps(
     (a, b) => created(a) - created(b),
   );
   const members = await lead.members();
+  const journal = (await lead.listAttempts({ pageSize: 500 })).attempts;
+  // Each request is one step, each answer another, each task notification one more.
+  const answered = records.filter(
+    (r) => r.status === RequestStatus.APPROVED || r.status === RequestStatus.REJECTED,
+  );
+  const expectedSteps = records.length + answered.length + log.taskNotifications.length;
   const member = (name: string) => members.find((m) => m.name === name);
   const plans = records.filter((r) => r.kind === RequestKind.PLAN_APPROVAL && r.from === "alice");
   const shutdowns = (to: string) =>
@@ -83,6 +90,12 @@ export async function checkSteps(
     {
       step: "bob approved the second shutdown, was stopped and exited 0",
       ok: stoppedAndExited("bob"),
+    },
+    {
+      step: `the journal holds every protocol step (${expectedSteps}), accepted, none refused`,
+      ok:
+        journal.length === expectedSteps &&
+        journal.every((a) => a.outcome === AttemptOutcome.ACCEPTED),
     },
   ];
 }

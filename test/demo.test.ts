@@ -43,6 +43,8 @@ const STEPS = [
   "✓ bob rejected a shutdown with a reason and kept working",
   "✓ alice approved her shutdown, was stopped and exited 0",
   "✓ bob approved the second shutdown, was stopped and exited 0",
+  // 5 requests (2 plans, 3 shutdowns), their 5 answers and 3 task notifications.
+  "✓ the journal holds every protocol step (13), accepted, none refused",
 ];
 
 /** The teammates' process ids, from the transcript's "started (pid N)" lines. */
