@@ -565,6 +565,24 @@ describeEachDatabase(
         expect(await inbox(alice)).toEqual([]);
       });
 
+      it("a member stopped a moment ago cancels nothing, even where its token is still cached", async () => {
+        const t = await env().team("alice");
+        const alice = t.member("alice").client;
+        const sent = await alice.send({ to: "team-lead", message: planRequest("p") });
+        // Stopped by hand in SQL: nothing tells this server's caller cache (as when another
+        // replica stopped alice a moment ago), so her token is still trusted for a while.
+        await env().db.query(
+          `UPDATE members SET status = 'stopped' WHERE name = 'alice'
+             AND team_id = (SELECT id FROM teams WHERE name = $1)`,
+          [t.name],
+        );
+        expect((await alice.listMembers({})).members.length).toBeGreaterThan(0); // cached: stale
+        const stale = await refused(() => alice.cancelRequest({ requestId: sent.requestId }));
+        expect(stale.code).toBe(Code.Unauthenticated);
+        expect(stale.message).toMatch(/token revoked/);
+        expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
+      });
+
       it("an unknown id, or another team's, is NotFound (unknown-request)", async () => {
         const t = await env().team("alice");
         const other = await env().team();

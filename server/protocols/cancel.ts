@@ -8,7 +8,7 @@ import {
   lockPendingRequestsOf,
   type RequestRow,
 } from "../store/requests.js";
-import type { Delivery } from "../store/send.js";
+import { type Delivery, revokedSender } from "../store/send.js";
 import { deliverRequestUpdate } from "./request-updates.js";
 
 /**
@@ -21,6 +21,13 @@ export async function cancelRequest(
   q: { teamId: number; requestId: string; callerId: number },
 ): Promise<{ request: RequestRow; delivery: Delivery | undefined }> {
   return db.transaction(async (tx) => {
+    // As a send does: a token revoked on another server process a moment ago may still be in
+    // this one's caller cache (interceptors/caller-cache.ts); a stopped member cancels nothing.
+    const [caller] = await tx.query<{ name: string; status: string }>(
+      "SELECT name, status FROM members WHERE id = $1",
+      [q.callerId],
+    );
+    if (caller?.status !== "active") throw revokedSender(caller?.name ?? "?");
     const request = await findRequest(tx, q.teamId, q.requestId, { lock: true });
     if (!request) {
       throw new RuleViolationError(
