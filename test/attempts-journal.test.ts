@@ -168,6 +168,16 @@ describeEachDatabase("the protocol journal (ListAttempts)", (env) => {
       expect(field.endsWith("…")).toBe(true);
     }
     expect(attempt?.message.length).toBeLessThanOrEqual(1024);
+
+    // Capped as PostgreSQL counts characters: a surrogate pair is kept whole, not mangled.
+    const emoji = `${"x".repeat(126)}😀😀😀`;
+    await refused(() => alice.send({ to: emoji, message: planResponse("req_typo", true) }));
+    const [latest] = await journal(t.lead, { outcome: REFUSED });
+    expect(latest?.to).toBe(`${"x".repeat(126)}😀…`);
+    // A malformed request id that a refusal kept can be looked up as it was written.
+    expect((await journal(t.lead, { requestId: "req_typo" })).map((a) => a.id)).toEqual([
+      latest?.id,
+    ]);
   });
 
   it("50 racing answers to one request: one accepted attempt, 49 refused, as the callers were told", async () => {

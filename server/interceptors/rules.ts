@@ -211,10 +211,18 @@ const sizeShape: Rule = {
       return nameViolation(request.party, "party", "party");
     }
     if (method === M.listAttempts) {
-      return (
-        (request.member === "" ? undefined : nameViolation(request.member, "member", "member")) ??
-        (request.requestId === "" ? undefined : requestIdViolation(request.requestId))
-      );
+      if (request.member !== "") {
+        const v = nameViolation(request.member, "member", "member");
+        if (v) return v;
+      }
+      // Any id an attempt may have named (a refusal keeps a malformed one, up to 128
+      // characters), but nothing PostgreSQL text cannot hold.
+      if ([...request.requestId].length > 128 || /\p{Cc}/u.test(request.requestId)) {
+        return {
+          sentence: "request_id is longer than 128 characters or contains control characters",
+          field: "request_id",
+        };
+      }
     }
     return undefined;
   },

@@ -41,10 +41,15 @@ export interface AttemptRow {
 const MAX_NAME_CHARS = 128;
 const MAX_MESSAGE_CHARS = 1024;
 
-/** A text column as stored: NUL (which PostgreSQL text cannot hold) shown as \0, capped. */
+/**
+ * A text column as stored: NUL (which PostgreSQL text cannot hold) shown as \0, capped at
+ * `max` characters as PostgreSQL counts them (code points: a surrogate pair is not split).
+ */
 function capped(s: string | undefined, max: number): string {
   const text = (s ?? "").replaceAll("\0", "\\0");
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  if (text.length <= max) return text;
+  const chars = [...text];
+  return chars.length <= max ? text : `${chars.slice(0, max - 1).join("")}…`;
 }
 
 /** Appends one attempt; inside the transaction of its effect when it was accepted. */

@@ -240,7 +240,9 @@ export const RequestRecordSchema: GenMessage<RequestRecord> = /*@__PURE__*/
  */
 export type Attempt = Message<"team.v1.Attempt"> & {
   /**
-   * Position in the journal: a later attempt has a larger id.
+   * Position in the journal. Ids grow with time, but an attempt whose transaction commits
+   * late can show up behind a larger id: a listing paged while steps are being taken may
+   * miss it (list again from the top).
    *
    * @generated from field: uint64 id = 1;
    */
@@ -284,7 +286,7 @@ export type Attempt = Message<"team.v1.Attempt"> & {
 
   /**
    * The request the step opened, answered or canceled (for a refusal: as the caller
-   * named it, at most 128 characters); "" when none.
+   * named it, at most 128 characters, malformed or not); "" when none.
    *
    * @generated from field: string request_id = 7;
    */

@@ -704,7 +704,8 @@ export type ListAttemptsRequest = Message<"team.v1.ListAttemptsRequest"> & {
   outcome: AttemptOutcome;
 
   /**
-   * Only attempts naming this request (unset: any).
+   * Only attempts naming this request, as they named it (unset: any; at most 128
+   * characters, no control characters).
    *
    * @generated from field: string request_id = 3;
    */
