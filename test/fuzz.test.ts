@@ -172,6 +172,7 @@ const READ_ONLY = new Set<DescMethod>([
   M.getRequest,
   M.listRequests,
   M.awaitRequest,
+  M.listAttempts,
 ]);
 const BAD_CREDENTIALS: Credential[] = ["revoked", "unknown", "malformed", "missing", "basic"];
 const CALLER_NAME: Partial<Record<Credential, string>> = { lead: "team-lead", worker: "worker" };
