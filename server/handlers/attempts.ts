@@ -7,7 +7,7 @@ import { listAttempts } from "../store/attempts.js";
 import type { Database } from "../store/database.js";
 import { findMember } from "../store/members.js";
 import { attemptOutcomeFromProto, toAttempt } from "./convert.js";
-import { pageSize, pageTokenPosition } from "./page-token.js";
+import { keysetPage, pageSize, pageTokenPosition } from "./page-token.js";
 
 type AttemptsImpl = Pick<ServiceImpl<typeof TeamService>, "listAttempts">;
 
@@ -45,12 +45,8 @@ export function attemptHandlers(deps: { db: Database }): AttemptsImpl {
         beforeId: pageTokenPosition(req.pageToken),
         limit: size + 1,
       });
-      const page = rows.slice(0, size);
-      const last = page.at(-1);
-      return create(ListAttemptsResponseSchema, {
-        attempts: page.map(toAttempt),
-        nextPageToken: rows.length > size && last ? last.id.toString() : "",
-      });
+      const { page, nextPageToken } = keysetPage(rows, size, (a) => a.id);
+      return create(ListAttemptsResponseSchema, { attempts: page.map(toAttempt), nextPageToken });
     },
   };
 }

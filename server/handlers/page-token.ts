@@ -18,3 +18,20 @@ export function pageTokenPosition(token: string): bigint | undefined {
 /** A page size as asked (0: the default), within bounds. */
 export const pageSize = (asked: number, defaults: { page: number; max: number }): number =>
   Math.min(asked || defaults.page, defaults.max);
+
+/**
+ * The page of `rows` read with limit `size + 1` (one more than the page, to know whether more
+ * follow), and the token of the next page: the last item's position, or "" at the end.
+ */
+export function keysetPage<T>(
+  rows: T[],
+  size: number,
+  position: (row: T) => bigint,
+): { page: T[]; nextPageToken: string } {
+  const page = rows.slice(0, size);
+  const last = page.at(-1);
+  return {
+    page,
+    nextPageToken: rows.length > size && last !== undefined ? position(last).toString() : "",
+  };
+}

@@ -16,7 +16,7 @@ import type { Database } from "../store/database.js";
 import { listMembers } from "../store/members.js";
 import { findRequest, listRequests, type RequestRow } from "../store/requests.js";
 import { requestKindFromProto, requestStatusFromProto, toRequestRecord } from "./convert.js";
-import { pageSize, pageTokenPosition } from "./page-token.js";
+import { keysetPage, pageSize, pageTokenPosition } from "./page-token.js";
 
 type RequestsImpl = Pick<
   ServiceImpl<typeof TeamService>,
@@ -90,11 +90,10 @@ export function requestHandlers(deps: {
         beforePosition,
         limit: size + 1,
       });
-      const page = rows.slice(0, size);
-      const last = page.at(-1);
+      const { page, nextPageToken } = keysetPage(rows, size, (r) => r.position);
       return create(ListRequestsResponseSchema, {
         requests: page.map(toRequestRecord),
-        nextPageToken: rows.length > size && last ? last.position.toString() : "",
+        nextPageToken,
       });
     },
 
