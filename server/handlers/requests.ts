@@ -13,7 +13,7 @@ import type { InboxHub } from "../inbox/hub.js";
 import { cancelRequest } from "../protocols/cancel.js";
 import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
-import { listMembers } from "../store/members.js";
+import { findMember } from "../store/members.js";
 import { findRequest, listRequests, type RequestRow } from "../store/requests.js";
 import { requestKindFromProto, requestStatusFromProto, toRequestRecord } from "./convert.js";
 import { keysetPage, pageSize, pageTokenPosition } from "./page-token.js";
@@ -74,7 +74,7 @@ export function requestHandlers(deps: {
       if (kind === undefined) throw new DomainError("invalid-argument", "kind is not a known kind");
       let partyId: number | undefined;
       if (req.party !== "") {
-        const party = (await listMembers(db, caller.teamId)).find((m) => m.name === req.party);
+        const party = await findMember(db, caller.teamId, req.party);
         if (!party) throw new DomainError("not-found", `no member "${req.party}" in this team`);
         partyId = party.id;
       }
