@@ -68,7 +68,8 @@ describe("the global setup (is PostgreSQL there?)", () => {
     expect(run.stdout).toMatch(/ECONNREFUSED/);
     expect(run.stdout).toContain("Only the embedded-database suite runs");
     // "" is what skips the PostgreSQL suites (databaseKinds, it.skipIf).
-    expect(run.provided).toEqual({ pgAdminUrl: "" });
+    expect(run.provided).toMatchObject({ pgAdminUrl: "", pgTemplateDatabase: "" });
+    expect(run.provided?.embeddedTemplatePath).toMatch(/embedded\.tar$/);
   }, 30_000);
 
   it("PostgreSQL unreachable, CI=true: fails the run instead of skipping", async () => {
@@ -89,7 +90,8 @@ describe("the global setup (is PostgreSQL there?)", () => {
       const run = await runSetup({ TEST_DATABASE_URL: url, CI: "true" });
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).not.toMatch(/skipping/i);
-      expect(run.provided).toEqual({ pgAdminUrl: url });
+      expect(run.provided).toMatchObject({ pgAdminUrl: url });
+      expect(run.provided?.pgTemplateDatabase).toMatch(/^tp_template_[0-9a-f]{12}$/);
     },
     30_000,
   );

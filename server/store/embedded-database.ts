@@ -6,6 +6,11 @@ import type { Database } from "./database.js";
 export interface EmbeddedDatabaseOptions {
   /** Folder for the data files; omitted: in memory (tests). */
   dataDir?: string;
+  /**
+   * A data folder to start from, as `dumpDataDir()` wrote it (a tarball). Tests open a
+   * migrated copy this way in about 0.35 s instead of 2–3 s for a fresh initdb.
+   */
+  loadDataDir?: Blob;
 }
 
 /**
@@ -16,7 +21,14 @@ export interface EmbeddedDatabaseOptions {
  * Nothing in PGlite stops two processes from opening one folder (which would corrupt it),
  * so the folder is locked for as long as the database is open.
  */
-export async function openEmbeddedDatabase(options: EmbeddedDatabaseOptions): Promise<Database> {
+export interface EmbeddedDatabase extends Database {
+  /** The whole data folder as a tarball, for `loadDataDir` (the tests' migrated template). */
+  dumpDataDir(): Promise<Blob>;
+}
+
+export async function openEmbeddedDatabase(
+  options: EmbeddedDatabaseOptions,
+): Promise<EmbeddedDatabase> {
   let release: (() => Promise<void>) | undefined;
   if (options.dataDir !== undefined) {
     await mkdir(options.dataDir, { recursive: true });
@@ -26,6 +38,7 @@ export async function openEmbeddedDatabase(options: EmbeddedDatabaseOptions): Pr
   try {
     db = await PGlite.create({
       ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+      ...(options.loadDataDir !== undefined ? { loadDataDir: options.loadDataDir } : {}),
       parsers: { [types.INT8]: (value: string) => BigInt(value) },
     });
   } catch (err) {
@@ -50,6 +63,7 @@ export async function openEmbeddedDatabase(options: EmbeddedDatabaseOptions): Pr
     async ping() {
       await db.query("SELECT 1");
     },
+    dumpDataDir: () => db.dumpDataDir("none"),
     async close() {
       await db.close();
       await release?.();

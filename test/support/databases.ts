@@ -1,10 +1,9 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { inject } from "vitest";
 import type { Database } from "../../server/store/database.js";
 import { openEmbeddedDatabase } from "../../server/store/embedded-database.js";
-import { migrate } from "../../server/store/migrate.js";
 import { createPgDatabase } from "../../server/store/pg-database.js";
+import { adminQuery, readEmbeddedTemplate } from "./database-templates.js";
 
 export type DatabaseKind = "embedded" | "postgres";
 
@@ -24,43 +23,37 @@ export interface TestDatabase {
   dispose(): Promise<void>;
 }
 
-/** A fresh, empty PostgreSQL database on the test server; dropped by dispose(). */
-export async function createScratchPgDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+/**
+ * A PostgreSQL database of its own on the test server, dropped by drop(): empty, or a copy
+ * of the run's migrated template when `from` is "template".
+ */
+export async function createScratchPgDatabase(
+  from: "empty" | "template" = "empty",
+): Promise<{ url: string; drop(): Promise<void> }> {
   const adminUrl = inject("pgAdminUrl");
   const name = `tp_test_${randomBytes(6).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
+  const template = from === "template" ? ` TEMPLATE ${inject("pgTemplateDatabase")}` : "";
+  await adminQuery(adminUrl, `CREATE DATABASE ${name}${template}`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
-    async drop() {
-      const c = new pg.Client({ connectionString: adminUrl });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
-    },
+    drop: () => adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
 }
 
-/** A migrated database of the given kind that no other test file shares. */
+/**
+ * A migrated database of the given kind that no other test file shares: a copy of the run's
+ * template (see database-templates.ts), so no file pays for its own initdb and migrations.
+ */
 export async function openTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
   if (kind === "embedded") {
-    const db = await openEmbeddedDatabase({});
-    await migrate(db);
+    const template = await readEmbeddedTemplate(inject("embeddedTemplatePath"));
+    const db = await openEmbeddedDatabase({ loadDataDir: template });
     return { db, url: undefined, dispose: () => db.close() };
   }
-  const scratch = await createScratchPgDatabase();
+  const scratch = await createScratchPgDatabase("template");
   const db = createPgDatabase({ connectionString: scratch.url, poolSize: 30 });
-  await migrate(db);
   return {
     db,
     url: scratch.url,

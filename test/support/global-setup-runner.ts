@@ -12,7 +12,9 @@ const project = {
   provide(key: string, value: unknown) {
     provided[key] = value;
   },
+  getProvidedContext: () => provided,
 } as unknown as TestProject;
 
-await setup(project);
+const teardown = await setup(project);
 process.stdout.write(`PROVIDED ${JSON.stringify(provided)}\n`);
+await teardown();

@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { createDatabaseTemplates } from "./database-templates.js";
 
 /** The PostgreSQL the suite creates its throwaway databases on. */
 export const DEFAULT_TEST_PG_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -8,6 +9,10 @@ declare module "vitest" {
   export interface ProvidedContext {
     /** Admin URL of a reachable PostgreSQL, or "" when the PostgreSQL suite is skipped. */
     pgAdminUrl: string;
+    /** The migrated PGlite data folder (a tarball) each embedded test database starts from. */
+    embeddedTemplatePath: string;
+    /** The migrated PostgreSQL database each test database is cloned from ("" when skipped). */
+    pgTemplateDatabase: string;
   }
 }
 
@@ -15,7 +20,7 @@ declare module "vitest" {
  * Decides once per run whether the PostgreSQL suite runs. Without a server the embedded
  * suite still runs and the skip is said plainly; under CI=true a missing server fails.
  */
-export default async function setup(project: TestProject): Promise<void> {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const url = process.env.TEST_DATABASE_URL || DEFAULT_TEST_PG_URL;
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   try {
@@ -35,4 +40,8 @@ export default async function setup(project: TestProject): Promise<void> {
   } finally {
     await client.end().catch(() => {});
   }
+  const templates = await createDatabaseTemplates(project.getProvidedContext().pgAdminUrl);
+  project.provide("embeddedTemplatePath", templates.embeddedTemplatePath);
+  project.provide("pgTemplateDatabase", templates.pgTemplateDatabase);
+  return () => templates.dispose();
 }
