@@ -32,8 +32,6 @@ const MAX_AWAIT_MS = 15 * 60_000;
  * event-loop lag on a busy machine, and the caller got DeadlineExceeded instead).
  */
 const deadlineMargin = (timeLeftMs: number) => Math.min(1_000, Math.max(100, timeLeftMs / 10));
-/** Waiters re-read at least this often (transitions made by another server process). */
-const RECHECK_MS = 1_000;
 
 const isParty = (caller: Caller, r: RequestRow) =>
   caller.role === "lead" || r.fromId === caller.id || r.toId === caller.id;
@@ -118,14 +116,10 @@ export function requestHandlers(deps: {
         if (request.status !== "pending" || left <= 0 || ctx.signal.aborted) {
           return create(AwaitRequestResponseSchema, { request: toRequestRecord(request) });
         }
-        // Wake on a transition in this process, at the deadline (the record then reads as
-        // expired), or on the periodic re-read.
+        // Wake on a transition (in this process or, through the cluster bus, another one),
+        // at the request's deadline (the record then reads as expired), or at the call's.
         const untilExpiry = request.expiresAt.getTime() - Date.now() + 5;
-        await waiters.wait(
-          request.id,
-          Math.max(1, Math.min(left, RECHECK_MS, untilExpiry)),
-          ctx.signal,
-        );
+        await waiters.wait(request.id, Math.max(1, Math.min(left, untilExpiry)), ctx.signal);
       }
     },
 

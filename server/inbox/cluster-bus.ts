@@ -83,10 +83,12 @@ export function createClusterBus(options: {
     if (!db.listen) return;
     const l = await db.listen(CHANNEL, {
       onNotification: receive,
-      // Events sent while the connection was down are lost: every stream re-reads.
+      // Events sent while the connection was down are lost: every stream and every
+      // AwaitRequest waiter re-reads.
       onReconnect: () => {
         options.onMissedEvents?.();
         local.wakeAll();
+        localWaiters.notifyAll();
       },
     });
     if (closed) await l.close();
@@ -163,6 +165,7 @@ export function createClusterBus(options: {
 
   const waiters: RequestWaiters = {
     wait: (id, timeoutMs, signal) => localWaiters.wait(id, timeoutMs, signal),
+    notifyAll: () => localWaiters.notifyAll(),
     notify(id) {
       localWaiters.notify(id);
       pending.r.add(id);

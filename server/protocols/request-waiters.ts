@@ -1,13 +1,17 @@
 /**
  * AwaitRequest's waiting room: callers waiting for a request to leave pending, woken in
  * this process right after the transition commits. A wake-up carries no data: the waiter
- * reads the record again, so a missed or extra wake-up only costs a re-read (and waiters
- * also re-read on a timer, for transitions committed by another server process).
+ * reads the record again, so an extra wake-up only costs a re-read. Transitions committed by
+ * another server process arrive through the cluster bus; when its listener reconnects (its
+ * events may have been lost) every waiter is woken. Waiters never poll: 1,000 of them
+ * re-reading once a second made about 925 transactions a second.
  */
 export interface RequestWaiters {
   /** Resolves on notify(requestId), after `timeoutMs`, or when `signal` aborts. */
   wait(requestId: string, timeoutMs: number, signal: AbortSignal): Promise<void>;
   notify(requestId: string): void;
+  /** Wakes every waiter: transitions may have happened that nobody was told of. */
+  notifyAll(): void;
 }
 
 export function createRequestWaiters(): RequestWaiters {
@@ -31,6 +35,9 @@ export function createRequestWaiters(): RequestWaiters {
     },
     notify(requestId) {
       for (const done of [...(waiting.get(requestId) ?? [])]) done();
+    },
+    notifyAll() {
+      for (const set of [...waiting.values()]) for (const done of [...set]) done();
     },
   };
 }
