@@ -19,6 +19,7 @@ import { authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { rulesInterceptor } from "./interceptors/rules.js";
+import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
@@ -48,6 +49,11 @@ export interface AppOptions {
    * off. Default 10 s.
    */
   callerCacheTtlMs?: number;
+  /**
+   * Deletes acked messages, finished requests and idempotency keys after `days`, journal
+   * lines after `journalDays` (0: keep), checking every `intervalMs`. Default 30, 30, 1 h.
+   */
+  retention?: { days: number; journalDays: number; intervalMs: number };
   /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
   grpcSubscribeFastPath?: boolean;
 }
@@ -67,6 +73,8 @@ export interface App {
   readonly hub: InboxHub;
   /** Expires overdue requests (runs on a timer until close()). */
   readonly sweeper: ExpirySweeper;
+  /** Deletes data past its retention age (runs on a timer until close()). */
+  readonly retention: RetentionJob;
   /** grpc.health.v1 status: shutdown() it when a graceful stop begins. */
   readonly health: HealthMonitor;
   /** Resolves when the process hears other processes' events (await before serving). */
@@ -114,15 +122,22 @@ export function createApp(options: AppOptions): App {
     logger,
     intervalMs: options.sweepIntervalMs ?? 250,
   });
+  const retention = startRetentionJob({
+    db,
+    logger,
+    ...(options.retention ?? { days: 30, journalDays: 30, intervalMs: 3_600_000 }),
+  });
   const health = createHealthMonitor({ db, logger, services: [TeamService.typeName] });
   const app: App = {
     hub,
     sweeper,
+    retention,
     health,
     ready: bus.ready,
     async close() {
       health.shutdown();
       await sweeper.stop();
+      await retention.stop();
       await bus.close();
     },
     routes(router) {

@@ -14,6 +14,9 @@ export interface Config {
   shutdownGraceMs: number;
   dbPoolSize: number;
   callerCacheTtlMs: number;
+  retentionDays: number;
+  journalRetentionDays: number;
+  retentionIntervalMs: number;
   logLevel: string;
 }
 
@@ -125,6 +128,30 @@ function createProgram(): Command {
         .default(10_000)
         .argParser(positiveInt("CALLER_CACHE_TTL_MS")),
     )
+    .addOption(
+      new Option(
+        "--retention-days <days>",
+        "delete acked messages, finished requests and idempotency keys older than this (0: keep)",
+      )
+        .env("RETENTION_DAYS")
+        .default(30)
+        .argParser(wholeNumber("RETENTION_DAYS", 0, 36_500)),
+    )
+    .addOption(
+      new Option(
+        "--journal-retention-days <days>",
+        "delete protocol journal lines older than this (0: keep)",
+      )
+        .env("JOURNAL_RETENTION_DAYS")
+        .default(30)
+        .argParser(wholeNumber("JOURNAL_RETENTION_DAYS", 0, 36_500)),
+    )
+    .addOption(
+      new Option("--retention-interval-ms <ms>", "how often old data is looked for")
+        .env("RETENTION_INTERVAL_MS")
+        .default(3_600_000)
+        .argParser(wholeNumber("RETENTION_INTERVAL_MS", 1_000)),
+    )
     .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -144,6 +171,9 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
     callerCacheTtlMs: o.callerCacheTtlMs,
+    retentionDays: o.retentionDays,
+    journalRetentionDays: o.journalRetentionDays,
+    retentionIntervalMs: o.retentionIntervalMs,
     logLevel: o.logLevel,
   };
 }

@@ -22,6 +22,11 @@ export async function run(
     adminToken: config.adminToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
+    retention: {
+      days: config.retentionDays,
+      journalDays: config.journalRetentionDays,
+      intervalMs: config.retentionIntervalMs,
+    },
     protocols: {
       defaultTtlMs: { shutdown: config.shutdownTtlMs, plan_approval: config.planApprovalTtlMs },
     },
