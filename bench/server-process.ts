@@ -62,7 +62,15 @@ export async function startBenchServer(
   const args = ["--import", "tsx", ...probe, ...profile, "server/main.ts"];
   const child = spawn(process.execPath, args, {
     cwd: repoRoot,
-    env: { ...base, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "info", ...env },
+    // No send-rate limit: the bench measures how fast the server goes, not the limit.
+    env: {
+      ...base,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      LOG_LEVEL: "info",
+      SEND_RATE_PER_SEC: "0",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

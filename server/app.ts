@@ -19,6 +19,7 @@ import { authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { rulesInterceptor } from "./interceptors/rules.js";
+import { type SendRateOptions, sendRateInterceptor } from "./interceptors/send-rate.js";
 import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
@@ -54,6 +55,8 @@ export interface AppOptions {
    * lines after `journalDays` (0: keep), checking every `intervalMs`. Default 30, 30, 1 h.
    */
   retention?: { days: number; journalDays: number; intervalMs: number };
+  /** Sends per member per second and the burst allowed (perSecond 0: no limit). Default 100, 200. */
+  sendRate?: Pick<SendRateOptions, "perSecond" | "burst">;
   /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
   grpcSubscribeFastPath?: boolean;
 }
@@ -146,6 +149,8 @@ export function createApp(options: AppOptions): App {
         interceptors: [
           errorMappingInterceptor(logger),
           authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
+          // Before the journal: a flood of refused sends must not become journal lines.
+          sendRateInterceptor(options.sendRate ?? { perSecond: 100, burst: 200 }),
           // After auth (an attempt is a member's), before the rules (it journals their refusals).
           attemptsJournalInterceptor(db, logger),
           rulesInterceptor(),

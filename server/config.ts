@@ -14,6 +14,8 @@ export interface Config {
   shutdownGraceMs: number;
   dbPoolSize: number;
   callerCacheTtlMs: number;
+  sendRatePerSec: number;
+  sendBurst: number;
   retentionDays: number;
   journalRetentionDays: number;
   retentionIntervalMs: number;
@@ -129,6 +131,18 @@ function createProgram(): Command {
         .argParser(positiveInt("CALLER_CACHE_TTL_MS")),
     )
     .addOption(
+      new Option("--send-rate <n>", "sends a member may make per second (0: no limit)")
+        .env("SEND_RATE_PER_SEC")
+        .default(100)
+        .argParser(wholeNumber("SEND_RATE_PER_SEC")),
+    )
+    .addOption(
+      new Option("--send-burst <n>", "sends a member may make at once after a pause")
+        .env("SEND_BURST")
+        .default(200)
+        .argParser(wholeNumber("SEND_BURST", 1)),
+    )
+    .addOption(
       new Option(
         "--retention-days <days>",
         "delete acked messages, finished requests and idempotency keys older than this (0: keep)",
@@ -171,6 +185,8 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
     callerCacheTtlMs: o.callerCacheTtlMs,
+    sendRatePerSec: o.sendRate,
+    sendBurst: o.sendBurst,
     retentionDays: o.retentionDays,
     journalRetentionDays: o.journalRetentionDays,
     retentionIntervalMs: o.retentionIntervalMs,

@@ -14,7 +14,8 @@ export type Refusal =
   | "out-of-range"
   | "unauthenticated"
   | "unavailable"
-  | "unimplemented";
+  | "unimplemented"
+  | "resource-exhausted";
 
 export class DomainError extends Error {
   override readonly name = "DomainError";
@@ -39,5 +40,21 @@ export class RuleViolationError extends DomainError {
     readonly field = "",
   ) {
     super(refusal, `${rule}: ${sentence}`);
+  }
+}
+
+/**
+ * A refusal by one of the server's limits (a rate, a backlog): ResourceExhausted, with the
+ * limit's id as the RuleViolation's rule and, when waiting helps, how long to wait (the
+ * client gets a google.rpc.RetryInfo detail).
+ */
+export class LimitError extends RuleViolationError {
+  constructor(
+    limit: string,
+    sentence: string,
+    readonly retryAfterMs?: number,
+    field = "",
+  ) {
+    super(limit, "resource-exhausted", sentence, field);
   }
 }

@@ -22,6 +22,7 @@ export async function run(
     adminToken: config.adminToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
+    sendRate: { perSecond: config.sendRatePerSec, burst: config.sendBurst },
     retention: {
       days: config.retentionDays,
       journalDays: config.journalRetentionDays,

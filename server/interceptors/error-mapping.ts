@@ -1,9 +1,10 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
-import { DomainError, type Refusal, RuleViolationError } from "../errors.js";
+import { DomainError, LimitError, type Refusal, RuleViolationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { classifyDriverError } from "../store/sql-errors.js";
+import { retryInfo } from "./retry-info.js";
 
 const codeOf: Record<Refusal, Code> = {
   "invalid-argument": Code.InvalidArgument,
@@ -15,6 +16,7 @@ const codeOf: Record<Refusal, Code> = {
   unauthenticated: Code.Unauthenticated,
   unavailable: Code.Unavailable,
   unimplemented: Code.Unimplemented,
+  "resource-exhausted": Code.ResourceExhausted,
 };
 
 /**
@@ -38,7 +40,7 @@ export function toConnectError(err: unknown): ConnectError {
     return new ConnectError("the client went away", Code.Canceled, undefined, undefined, err);
   }
   if (err instanceof DomainError) {
-    const details =
+    const details: { desc: DescMessage; value: Message }[] =
       err instanceof RuleViolationError
         ? [
             {
@@ -51,6 +53,9 @@ export function toConnectError(err: unknown): ConnectError {
             },
           ]
         : [];
+    if (err instanceof LimitError && err.retryAfterMs !== undefined) {
+      details.push(retryInfo(err.retryAfterMs));
+    }
     return new ConnectError(err.message, codeOf[err.refusal], undefined, details, err);
   }
   if (classifyDriverError(err) === "unavailable") {
