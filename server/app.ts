@@ -24,7 +24,7 @@ import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
-import { createRequestWaiters } from "./protocols/request-waiters.js";
+import { createRequestWaiters, type RequestWaiters } from "./protocols/request-waiters.js";
 import { serveReflection } from "./reflection/server-reflection.js";
 import { contextValuesFor } from "./slow-consumer-guard.js";
 import type { Database } from "./store/database.js";
@@ -74,12 +74,19 @@ export interface App {
   rawStreams(): RawStreams | undefined;
   /** Live subscriptions of this process. */
   readonly hub: InboxHub;
+  /** AwaitRequest calls waiting in this process. */
+  readonly waiters: RequestWaiters;
   /** Expires overdue requests (runs on a timer until close()). */
   readonly sweeper: ExpirySweeper;
   /** Deletes data past its retention age (runs on a timer until close()). */
   readonly retention: RetentionJob;
-  /** grpc.health.v1 status: shutdown() it when a graceful stop begins. */
+  /** grpc.health.v1 status (NOT_SERVING once beginStop() was called). */
   readonly health: HealthMonitor;
+  /**
+   * A graceful stop begins: health turns NOT_SERVING and waiting AwaitRequest calls answer
+   * at once with the record as it stands (still pending), instead of holding the stop.
+   */
+  beginStop(): void;
   /** Resolves when the process hears other processes' events (await before serving). */
   readonly ready: Promise<void>;
   /** Stops background work (sweeper, listener). Call after the server stops taking calls. */
@@ -133,10 +140,15 @@ export function createApp(options: AppOptions): App {
   const health = createHealthMonitor({ db, logger, services: [TeamService.typeName] });
   const app: App = {
     hub,
+    waiters,
     sweeper,
     retention,
     health,
     ready: bus.ready,
+    beginStop() {
+      health.shutdown();
+      waiters.close();
+    },
     async close() {
       health.shutdown();
       await sweeper.stop();

@@ -57,8 +57,9 @@ export async function run(
   const stop = () => {
     stopping ??= (async () => {
       const t = Date.now();
-      // NOT_SERVING first, so health checkers stop routing calls here while they drain.
-      app.health.shutdown();
+      // NOT_SERVING first, so health checkers stop routing calls here while they drain;
+      // AwaitRequest waiters answer now instead of at their deadline.
+      app.beginStop();
       await server.close(config.shutdownGraceMs, () => app.hub.endAll());
       await app.close();
       await closeWithin(db.close(), config.shutdownGraceMs, logger);

@@ -113,7 +113,7 @@ export function requestHandlers(deps: {
       for (;;) {
         const request = await visibleRequest(db, caller, req.requestId);
         const left = until - Date.now();
-        if (request.status !== "pending" || left <= 0 || ctx.signal.aborted) {
+        if (request.status !== "pending" || left <= 0 || ctx.signal.aborted || waiters.closed) {
           return create(AwaitRequestResponseSchema, { request: toRequestRecord(request) });
         }
         // Wake on a transition (in this process or, through the cluster bus, another one),

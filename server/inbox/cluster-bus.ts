@@ -166,6 +166,13 @@ export function createClusterBus(options: {
   const waiters: RequestWaiters = {
     wait: (id, timeoutMs, signal) => localWaiters.wait(id, timeoutMs, signal),
     notifyAll: () => localWaiters.notifyAll(),
+    close: () => localWaiters.close(),
+    get closed() {
+      return localWaiters.closed;
+    },
+    get size() {
+      return localWaiters.size;
+    },
     notify(id) {
       localWaiters.notify(id);
       pending.r.add(id);

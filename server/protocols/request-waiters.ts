@@ -12,13 +12,26 @@ export interface RequestWaiters {
   notify(requestId: string): void;
   /** Wakes every waiter: transitions may have happened that nobody was told of. */
   notifyAll(): void;
+  /**
+   * A graceful stop began: every waiter is woken and answers with what it has, and new
+   * waits end at once, so a long AwaitRequest does not hold the stop for its whole grace.
+   */
+  close(): void;
+  readonly closed: boolean;
+  /** Calls waiting now (for tests and metrics). */
+  readonly size: number;
 }
 
 export function createRequestWaiters(): RequestWaiters {
   const waiting = new Map<string, Set<() => void>>();
+  let closed = false;
+  const notifyAll = () => {
+    for (const set of [...waiting.values()]) for (const done of [...set]) done();
+  };
   return {
     wait(requestId, timeoutMs, signal) {
       return new Promise<void>((resolve) => {
+        if (closed) return resolve();
         const set = waiting.get(requestId) ?? new Set();
         waiting.set(requestId, set);
         const done = () => {
@@ -36,8 +49,18 @@ export function createRequestWaiters(): RequestWaiters {
     notify(requestId) {
       for (const done of [...(waiting.get(requestId) ?? [])]) done();
     },
-    notifyAll() {
-      for (const set of [...waiting.values()]) for (const done of [...set]) done();
+    notifyAll,
+    close() {
+      closed = true;
+      notifyAll();
+    },
+    get closed() {
+      return closed;
+    },
+    get size() {
+      let n = 0;
+      for (const set of waiting.values()) n += set.size;
+      return n;
     },
   };
 }
