@@ -70,6 +70,9 @@ function guardWrites(
   let timer: NodeJS.Timeout | undefined;
   let since = 0;
   let flushedLast = true;
+  // A stream the client reset is closed, and a write to it returns false like a full
+  // buffer: no timer for that, or every rapidly reset call would log a cut 30 s later.
+  let closed = false;
 
   const clear = () => {
     clearTimeout(timer);
@@ -97,7 +100,7 @@ function guardWrites(
     flushedLast = flushed;
     // false: the buffer is full (over HTTP/2 also when the client's flow-control window
     // is used up) and the writer now waits for 'drain'.
-    if (!flushed) {
+    if (!flushed && !closed && !out.destroyed) {
       if (timer === undefined) {
         since = Date.now();
         timer = setTimeout(check, limitMs);
@@ -110,6 +113,9 @@ function guardWrites(
     flushedLast = true;
     clear();
   });
-  out.once("close", clear);
+  out.once("close", () => {
+    closed = true;
+    clear();
+  });
   return cutController.signal;
 }
