@@ -14,6 +14,8 @@ export interface Config {
   shutdownGraceMs: number;
   dbPoolSize: number;
   callerCacheTtlMs: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
   sendRatePerSec: number;
   sendBurst: number;
   retentionDays: number;
@@ -131,6 +133,21 @@ function createProgram(): Command {
         .argParser(positiveInt("CALLER_CACHE_TTL_MS")),
     )
     .addOption(
+      new Option(
+        "--headers-timeout-ms <ms>",
+        "time for a new connection to show its protocol and for HTTP/1.1 headers to arrive",
+      )
+        .env("HEADERS_TIMEOUT_MS")
+        .default(10_000)
+        .argParser(wholeNumber("HEADERS_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option("--request-timeout-ms <ms>", "time for a whole HTTP/1.1 request to arrive")
+        .env("REQUEST_TIMEOUT_MS")
+        .default(60_000)
+        .argParser(wholeNumber("REQUEST_TIMEOUT_MS", 100)),
+    )
+    .addOption(
       new Option("--send-rate <n>", "sends a member may make per second (0: no limit)")
         .env("SEND_RATE_PER_SEC")
         .default(100)
@@ -185,6 +202,8 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
     callerCacheTtlMs: o.callerCacheTtlMs,
+    headersTimeoutMs: o.headersTimeoutMs,
+    requestTimeoutMs: o.requestTimeoutMs,
     sendRatePerSec: o.sendRate,
     sendBurst: o.sendBurst,
     retentionDays: o.retentionDays,

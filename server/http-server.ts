@@ -35,6 +35,13 @@ export interface ServerOptions {
   keepaliveIntervalMs?: number;
   /** A response whose client reads nothing for this long is cut. Default 30 s. */
   slowConsumerTimeoutMs?: number;
+  /**
+   * Time for a new connection to show its protocol and, over HTTP/1.1, for a request's
+   * headers to arrive. Default 10 s.
+   */
+  headersTimeoutMs?: number;
+  /** Time for a whole HTTP/1.1 request (headers and body) to arrive. Default 60 s. */
+  requestTimeoutMs?: number;
 }
 
 export interface RunningServer {
@@ -98,7 +105,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     handler(req, res);
   };
 
-  const h1 = http.createServer(counted as http.RequestListener);
+  const headersTimeoutMs = options.headersTimeoutMs ?? 10_000;
+  const requestTimeoutMs = Math.max(options.requestTimeoutMs ?? 60_000, headersTimeoutMs);
+  const h1 = http.createServer(
+    {
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+      // How often Node checks those two: often enough that a limit is kept within a fraction.
+      connectionsCheckingInterval: Math.max(100, Math.min(1_000, headersTimeoutMs / 2)),
+    },
+    counted as http.RequestListener,
+  );
+  // Node enforces headersTimeout and requestTimeout only once the server has emitted
+  // 'listening' (that starts its connection tracking). This server never listens itself:
+  // it is handed sockets by the TCP server below, so the event is emitted here. Without it,
+  // headers trickled at a byte every 2 s held a connection for minutes.
+  h1.emit("listening");
   const h2 = http2.createServer(
     { settings: { initialWindowSize: STREAM_RECEIVE_WINDOW } },
     counted as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void,
@@ -142,7 +164,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Without it, a response's last small write (e.g. one held until the request body is
     // in) waited for the client's delayed ACK, 40 ms.
     socket.setNoDelay(true);
-    routeBySniffing(socket, (isH2) => (isH2 ? h2 : h1).emit("connection", socket));
+    // A connection that does not show its protocol in time holds nothing any longer.
+    const sniffing = setTimeout(() => socket.destroy(), headersTimeoutMs);
+    socket.once("close", () => clearTimeout(sniffing));
+    routeBySniffing(socket, (isH2) => {
+      clearTimeout(sniffing);
+      (isH2 ? h2 : h1).emit("connection", socket);
+    });
   });
 
   await new Promise<void>((resolve, reject) => {

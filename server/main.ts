@@ -40,6 +40,8 @@ export async function run(
     host: config.host,
     port: config.port,
     logger,
+    headersTimeoutMs: config.headersTimeoutMs,
+    requestTimeoutMs: config.requestTimeoutMs,
   });
   logger.info(
     {
