@@ -57,6 +57,8 @@ export interface AppOptions {
   retention?: { days: number; journalDays: number; intervalMs: number };
   /** Sends per member per second and the burst allowed (perSecond 0: no limit). Default 100, 200. */
   sendRate?: Pick<SendRateOptions, "perSecond" | "burst">;
+  /** Subscriptions one member may hold open at once, per process. Default 16. */
+  maxSubscriptionsPerMember?: number;
   /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
   grpcSubscribeFastPath?: boolean;
 }
@@ -119,6 +121,7 @@ export function createApp(options: AppOptions): App {
     db,
     hub,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 15_000,
+    maxPerMember: options.maxSubscriptionsPerMember ?? 16,
   });
   const impl = {
     ...membershipHandlers(deps),

@@ -14,6 +14,8 @@ export interface Config {
   shutdownGraceMs: number;
   dbPoolSize: number;
   callerCacheTtlMs: number;
+  maxSubscriptionsPerMember: number;
+  maxStreamsPerConnection: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   sendRatePerSec: number;
@@ -134,6 +136,24 @@ function createProgram(): Command {
     )
     .addOption(
       new Option(
+        "--max-subscriptions-per-member <n>",
+        "Subscribe streams one member may hold open at once (per server process)",
+      )
+        .env("MAX_SUBSCRIPTIONS_PER_MEMBER")
+        .default(16)
+        .argParser(wholeNumber("MAX_SUBSCRIPTIONS_PER_MEMBER", 1)),
+    )
+    .addOption(
+      new Option(
+        "--max-streams-per-connection <n>",
+        "concurrent calls a client may open on one HTTP/2 connection",
+      )
+        .env("MAX_STREAMS_PER_CONNECTION")
+        .default(256)
+        .argParser(wholeNumber("MAX_STREAMS_PER_CONNECTION", 1)),
+    )
+    .addOption(
+      new Option(
         "--headers-timeout-ms <ms>",
         "time for a new connection to show its protocol and for HTTP/1.1 headers to arrive",
       )
@@ -202,6 +222,8 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
     callerCacheTtlMs: o.callerCacheTtlMs,
+    maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
+    maxStreamsPerConnection: o.maxStreamsPerConnection,
     headersTimeoutMs: o.headersTimeoutMs,
     requestTimeoutMs: o.requestTimeoutMs,
     sendRatePerSec: o.sendRate,

@@ -42,6 +42,8 @@ export interface ServerOptions {
   headersTimeoutMs?: number;
   /** Time for a whole HTTP/1.1 request (headers and body) to arrive. Default 60 s. */
   requestTimeoutMs?: number;
+  /** Concurrent streams a client may open on one HTTP/2 connection (SETTINGS). Default 256. */
+  maxStreamsPerConnection?: number;
 }
 
 export interface RunningServer {
@@ -122,7 +124,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // headers trickled at a byte every 2 s held a connection for minutes.
   h1.emit("listening");
   const h2 = http2.createServer(
-    { settings: { initialWindowSize: STREAM_RECEIVE_WINDOW } },
+    {
+      settings: {
+        initialWindowSize: STREAM_RECEIVE_WINDOW,
+        // Advertised to the client, and enforced by Node (streams past it are refused).
+        maxConcurrentStreams: options.maxStreamsPerConnection ?? 256,
+      },
+    },
     counted as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void,
   );
   const raw = options.rawStreams;

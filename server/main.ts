@@ -22,6 +22,7 @@ export async function run(
     adminToken: config.adminToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
+    maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     sendRate: { perSecond: config.sendRatePerSec, burst: config.sendBurst },
     retention: {
       days: config.retentionDays,
@@ -40,6 +41,7 @@ export async function run(
     host: config.host,
     port: config.port,
     logger,
+    maxStreamsPerConnection: config.maxStreamsPerConnection,
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
   });

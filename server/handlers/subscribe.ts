@@ -8,7 +8,7 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
-import { RuleViolationError } from "../errors.js";
+import { LimitError, RuleViolationError } from "../errors.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
 import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
 import { MAX_SEQ } from "../interceptors/rules.js";
@@ -26,6 +26,8 @@ export interface SubscribeOptions {
   hub: InboxHub;
   /** A heartbeat is sent after this long without a message. */
   heartbeatIntervalMs: number;
+  /** Subscriptions one member may hold open at once in this process. */
+  maxPerMember: number;
 }
 
 interface PageEnd {
@@ -49,7 +51,7 @@ export type Deliveries = (
  * read, so no commit can fall between the read and the wait.
  */
 export function createDeliveries(options: SubscribeOptions): Deliveries {
-  const { db, hub, heartbeatIntervalMs } = options;
+  const { db, hub, heartbeatIntervalMs, maxPerMember } = options;
   // Shared by every subscription of this process: reads woken together go together.
   const reader: InboxReader = createInboxReader(db, { limit: BATCH, maxBytes: BATCH_BYTES });
   return async function* deliveries(caller, req, signals) {
@@ -60,6 +62,15 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
         "invalid-argument",
         `after_seq is larger than ${MAX_SEQ}`,
         "after_seq",
+      );
+    }
+    // Each stream holds up to a page (1 MiB) while its client does not read: one token
+    // must not be able to open them without bound (2,000 stalled streams took 2 GiB).
+    if (hub.countOf(caller.id) >= maxPerMember) {
+      throw new LimitError(
+        "subscriptions-per-member",
+        `member "${caller.name}" already has ${maxPerMember} open subscriptions ` +
+          "(MAX_SUBSCRIPTIONS_PER_MEMBER); close one, or resume on the one you have",
       );
     }
     const subscription = hub.open(caller.id, signals.call);

@@ -161,6 +161,7 @@ export function createClusterBus(options: {
     get size() {
       return local.size;
     },
+    countOf: (memberId) => local.countOf(memberId),
   };
 
   const waiters: RequestWaiters = {

@@ -34,6 +34,8 @@ export interface InboxHub {
   endAll(): void;
   /** Open subscriptions in this process. */
   readonly size: number;
+  /** Open subscriptions of one member in this process. */
+  countOf(memberId: number): number;
 }
 
 class SubscriptionImpl implements Subscription {
@@ -127,6 +129,9 @@ export function createInboxHub(): InboxHub {
     },
     get size() {
       return size;
+    },
+    countOf(memberId) {
+      return byMember.get(memberId)?.size ?? 0;
     },
   };
 }
