@@ -90,7 +90,9 @@ export const FULL: Profile = {
     levels: [1_000, 10_000],
     warmupStreams: 100,
     rehearsalStreams: 1_000,
-    connections: 20,
+    // 11,100 streams over 50 connections: 222 each, under the server's default cap of
+    // 256 concurrent streams per HTTP/2 connection (a client queues streams past it).
+    connections: 50,
     openChunk: 500,
     settleMs: 3_000,
     budgetMs: 420_000,
