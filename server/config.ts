@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from "commander";
-import { MAX_TTL_MS, MIN_TTL_MS } from "./interceptors/rules.js";
+import { MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
 
 export interface Config {
   host: string;

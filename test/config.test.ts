@@ -6,7 +6,7 @@ import { createClient } from "@connectrpc/connect";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { parseConfig } from "../server/config.js";
-import { MAX_TTL_MS, MIN_TTL_MS } from "../server/interceptors/rules.js";
+import { MAX_TTL_MS, MIN_TTL_MS } from "../server/domain/limits.js";
 import { silentLogger } from "../server/logger.js";
 import { run } from "../server/main.js";
 import { createScratchPgDatabase, databaseKinds } from "./support/databases.js";

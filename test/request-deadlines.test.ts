@@ -3,7 +3,7 @@ import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { RequestKind, RequestStatus } from "../gen/team/v1/enums_pb.js";
 import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
-import { MAX_TTL_MS } from "../server/interceptors/rules.js";
+import { MAX_TTL_MS } from "../server/domain/limits.js";
 import { describeEachDatabase, type TeamClient, type TestEnv } from "./support/harness.js";
 import {
   inbox,

@@ -2,11 +2,12 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ListAttemptsResponseSchema, type TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
+import { attemptOutcomeFromProto } from "../domain/enums.js";
 import { DomainError } from "../errors.js";
 import { listAttempts } from "../store/attempts.js";
 import type { Database } from "../store/database.js";
 import { findMember } from "../store/members.js";
-import { attemptOutcomeFromProto, toAttempt } from "./convert.js";
+import { toAttempt } from "./convert.js";
 import { keysetPage, pageSize, pageTokenPosition } from "./page-token.js";
 
 type AttemptsImpl = Pick<ServiceImpl<typeof TeamService>, "listAttempts">;

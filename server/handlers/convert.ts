@@ -1,12 +1,8 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
-  AttemptOutcome as AttemptOutcomeEnum,
   MemberRole as MemberRoleEnum,
   MemberStatus as MemberStatusEnum,
-  PermissionMode as PermissionModeEnum,
-  RequestKind as RequestKindEnum,
-  RequestStatus as RequestStatusEnum,
 } from "../../gen/team/v1/enums_pb.js";
 import { MessageSchema } from "../../gen/team/v1/message_pb.js";
 import {
@@ -19,28 +15,18 @@ import {
   type RequestRecord,
   RequestRecordSchema,
 } from "../../gen/team/v1/records_pb.js";
-import type { AttemptOutcome, AttemptRow } from "../store/attempts.js";
+import {
+  attemptOutcomes,
+  permissionModes,
+  requestKinds,
+  requestStatuses,
+} from "../domain/enums.js";
+import type { AttemptRow } from "../store/attempts.js";
 import type { StoredMessage } from "../store/inbox.js";
-import type { MemberRow, PermissionMode } from "../store/members.js";
-import type { RequestKind, RequestRow, RequestStatus } from "../store/requests.js";
+import type { MemberRow } from "../store/members.js";
+import type { RequestRow } from "../store/requests.js";
 
-// Between the store's words and the contract's enums and messages.
-
-const permissionModes: Record<PermissionMode, PermissionModeEnum> = {
-  default: PermissionModeEnum.DEFAULT,
-  accept_edits: PermissionModeEnum.ACCEPT_EDITS,
-  bypass_permissions: PermissionModeEnum.BYPASS_PERMISSIONS,
-  plan: PermissionModeEnum.PLAN,
-};
-
-export const permissionModeToProto = (mode: PermissionMode) => permissionModes[mode];
-
-/** UNSPECIFIED means "the default". */
-export function permissionModeFromProto(mode: PermissionModeEnum): PermissionMode | undefined {
-  if (mode === PermissionModeEnum.UNSPECIFIED) return "default";
-  const found = Object.entries(permissionModes).find(([, v]) => v === mode);
-  return found ? (found[0] as PermissionMode) : undefined;
-}
+// Between the store's rows and the contract's messages.
 
 export function toMember(row: MemberRow): Member {
   return create(MemberSchema, {
@@ -66,39 +52,6 @@ export function toEnvelope(team: string, m: StoredMessage): Envelope {
   });
 }
 
-const requestKinds: Record<RequestKind, RequestKindEnum> = {
-  shutdown: RequestKindEnum.SHUTDOWN,
-  plan_approval: RequestKindEnum.PLAN_APPROVAL,
-};
-
-const requestStatuses: Record<RequestStatus, RequestStatusEnum> = {
-  pending: RequestStatusEnum.PENDING,
-  approved: RequestStatusEnum.APPROVED,
-  rejected: RequestStatusEnum.REJECTED,
-  expired: RequestStatusEnum.EXPIRED,
-  canceled: RequestStatusEnum.CANCELED,
-};
-
-export const requestKindToProto = (kind: RequestKind) => requestKinds[kind];
-export const requestStatusToProto = (status: RequestStatus) => requestStatuses[status];
-
-/**
- * A filter's enum value as the store's word: null for UNSPECIFIED (0, "any"), undefined for a
- * value outside the enum (proto3 enums are open: a client may send any number).
- */
-function filterWord<W extends string>(
-  table: Record<W, number>,
-  value: number,
-): W | null | undefined {
-  if (value === 0) return null;
-  const found = (Object.entries(table) as [W, number][]).find(([, v]) => v === value);
-  return found ? found[0] : undefined;
-}
-
-export const requestKindFromProto = (kind: RequestKindEnum) => filterWord(requestKinds, kind);
-export const requestStatusFromProto = (status: RequestStatusEnum) =>
-  filterWord(requestStatuses, status);
-
 export function toRequestRecord(r: RequestRow): RequestRecord {
   return create(RequestRecordSchema, {
     requestId: r.id,
@@ -114,14 +67,6 @@ export function toRequestRecord(r: RequestRow): RequestRecord {
     expiresAt: timestampFromDate(r.expiresAt),
   });
 }
-
-const attemptOutcomes: Record<AttemptOutcome, AttemptOutcomeEnum> = {
-  accepted: AttemptOutcomeEnum.ACCEPTED,
-  refused: AttemptOutcomeEnum.REFUSED,
-};
-
-export const attemptOutcomeFromProto = (outcome: AttemptOutcomeEnum) =>
-  filterWord(attemptOutcomes, outcome);
 
 export function toAttempt(a: AttemptRow): Attempt {
   return create(AttemptSchema, {

@@ -8,14 +8,15 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
+import { permissionModeFromProto } from "../domain/enums.js";
 import { DomainError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
+import type { RequestWaiters } from "../inbox/request-waiters.js";
 import { cancelRequestsOfStoppingMember } from "../protocols/cancel.js";
-import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
 import { addMember, createTeam, findMember, listMembers, stopMember } from "../store/members.js";
 import { generateToken, hashToken } from "../tokens.js";
-import { permissionModeFromProto, toMember } from "./convert.js";
+import { toMember } from "./convert.js";
 
 export const DEFAULT_LEAD_NAME = "team-lead";
 

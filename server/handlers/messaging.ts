@@ -10,12 +10,13 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
+import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
+import { BROADCAST } from "../domain/names.js";
 import type { InboxHub } from "../inbox/hub.js";
+import type { RequestWaiters } from "../inbox/request-waiters.js";
 import { createSendBatcher } from "../inbox/send-batcher.js";
-import { isProtocolMessage, messageAction } from "../interceptors/attempts-journal.js";
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
-import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
 import { type SendInput, sendMessage } from "../store/send.js";
@@ -87,7 +88,7 @@ export function messagingHandlers(deps: {
         plan.afterCommit?.({ hub, waiters });
       }
       return create(SendResponseSchema, {
-        seq: req.to === "*" ? 0n : (result.deliveries[0]?.seq ?? 0n),
+        seq: req.to === BROADCAST ? 0n : (result.deliveries[0]?.seq ?? 0n),
         requestId: result.requestId,
         deliveries: result.deliveries.map((d) => create(DeliverySchema, { to: d.to, seq: d.seq })),
         replayed: result.replayed,

@@ -8,14 +8,15 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
+import { requestKindFromProto, requestStatusFromProto } from "../domain/enums.js";
 import { DomainError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
+import type { RequestWaiters } from "../inbox/request-waiters.js";
 import { cancelRequest } from "../protocols/cancel.js";
-import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database } from "../store/database.js";
 import { findMember } from "../store/members.js";
 import { findRequest, listRequests, type RequestRow } from "../store/requests.js";
-import { requestKindFromProto, requestStatusFromProto, toRequestRecord } from "./convert.js";
+import { toRequestRecord } from "./convert.js";
 import { keysetPage, pageSize, pageTokenPosition } from "./page-token.js";
 
 type RequestsImpl = Pick<

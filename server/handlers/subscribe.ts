@@ -8,10 +8,10 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
+import { MAX_SEQ } from "../domain/limits.js";
 import { LimitError, RuleViolationError } from "../errors.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
 import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
-import { MAX_SEQ } from "../interceptors/rules.js";
 import { responseCutKey } from "../slow-consumer-guard.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition } from "../store/inbox.js";

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { DomainError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { RequestWaiters } from "../protocols/request-waiters.js";
 import type { Database, Listener } from "../store/database.js";
 import type { InboxHub } from "./hub.js";
+import type { RequestWaiters } from "./request-waiters.js";
 
 export const CHANNEL = "team_protocols_live";
 

@@ -2,6 +2,7 @@ import { Code, type Interceptor } from "@connectrpc/connect";
 import type { Message } from "../../gen/team/v1/message_pb.js";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { callerKey } from "../caller.js";
+import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
 import { DomainError, RuleViolationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { recordAttempt } from "../store/attempts.js";
@@ -26,14 +27,6 @@ export interface AttemptedStep {
   to: string;
   requestId: string;
 }
-
-/** The Message case as the journal and the store name it (snake_case, as in the proto). */
-export const messageAction = (message: Message | undefined): string =>
-  (message?.kind.case ?? "").replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
-/** A protocol step is any structured message (text is conversation, not protocol). */
-export const isProtocolMessage = (message: Message | undefined): boolean =>
-  message?.kind.case !== undefined && message.kind.case !== "text";
 
 const M = TeamService.method;
 

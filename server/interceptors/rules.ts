@@ -2,6 +2,18 @@ import type { DescMethod, Message as ProtoMessage } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, callerKey } from "../caller.js";
+import {
+  MAX_MESSAGE_ID_CHARS,
+  MAX_NOTE_BYTES,
+  MAX_PLAN_BYTES,
+  MAX_RESULT_BYTES,
+  MAX_SEQ,
+  MAX_TEXT_BYTES,
+  MAX_TTL_MS,
+  MIN_TTL_MS,
+  NAME_PATTERN,
+} from "../domain/limits.js";
+import { BROADCAST } from "../domain/names.js";
 import { type Refusal, RuleViolationError } from "../errors.js";
 
 /**
@@ -31,11 +43,6 @@ export interface Rule {
   check(call: RuleCall): Violation | undefined;
 }
 
-export const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
-export const MAX_TEXT_BYTES = 64 * 1024;
-export const MAX_MESSAGE_ID_CHARS = 128;
-const BROADCAST = "*";
-
 const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
 
 function nameViolation(value: string, field: string, what: string): Violation | undefined {
@@ -52,15 +59,6 @@ function nameViolation(value: string, field: string, what: string): Violation | 
 
 const M = TeamService.method;
 
-export const MAX_PLAN_BYTES = 256 * 1024;
-/** Reasons, feedback, summaries, errors: one paragraph's worth each. */
-export const MAX_NOTE_BYTES = 16 * 1024;
-/** A task's result may be long (it is what the lead reads). */
-export const MAX_RESULT_BYTES = 256 * 1024;
-export const MIN_TTL_MS = 1_000;
-/** Seqs are PostgreSQL bigints: a uint64 above this cannot name a message. */
-export const MAX_SEQ = 9_223_372_036_854_775_807n;
-export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
 const REQUEST_ID = /^req_[A-Za-z0-9_-]{22}$/;
 
 // biome-ignore lint/suspicious/noExplicitAny: the request is narrowed by the method checks.

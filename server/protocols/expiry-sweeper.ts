@@ -1,9 +1,9 @@
 import type { InboxHub } from "../inbox/hub.js";
+import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { Logger } from "../logger.js";
 import type { Database } from "../store/database.js";
 import { claimOverdueRequest, finishRequest } from "../store/requests.js";
 import { deliverRequestUpdate } from "./request-updates.js";
-import type { RequestWaiters } from "./request-waiters.js";
 
 export interface ExpirySweeperOptions {
   db: Database;

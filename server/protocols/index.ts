@@ -1,5 +1,5 @@
 import { planPlanApprovalRequest, planPlanApprovalResponse } from "./plan-approval.js";
-import type { SendInput, SendPlan } from "./protocol.js";
+import type { SendCall, SendPlan } from "./protocol.js";
 import { planShutdownRequest, planShutdownResponse } from "./shutdown.js";
 import { planTaskNotification } from "./task-notification.js";
 
@@ -8,7 +8,7 @@ import { planTaskNotification } from "./task-notification.js";
  * been checked by the rules interceptor; each protocol enforces its stateful ones inside
  * the send's transaction.
  */
-export function planSend(input: SendInput): SendPlan {
+export function planSend(input: SendCall): SendPlan {
   const message = input.message;
   switch (message.kind.case) {
     case "text":

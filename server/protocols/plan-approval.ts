@@ -1,9 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { PermissionMode } from "../../gen/team/v1/enums_pb.js";
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
-import { permissionModeToProto } from "../handlers/convert.js";
+import { permissionModeToProto } from "../domain/enums.js";
 import { type PermissionMode as Mode, setPermissionMode } from "../store/members.js";
-import type { SendInput, SendPlan } from "./protocol.js";
+import type { SendCall, SendPlan } from "./protocol.js";
 import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
 
 export const DEFAULT_REJECTION_FEEDBACK = "Plan needs revision";
@@ -22,7 +22,7 @@ export const DEFAULT_REJECTION_FEEDBACK = "Plan needs revision";
  *   member record. Whatever mode a client put in the message is replaced.
  * - Reject: feedback defaults to "Plan needs revision"; permission_mode stays unset.
  */
-export function planPlanApprovalRequest(input: SendInput, message: Message): SendPlan {
+export function planPlanApprovalRequest(input: SendCall, message: Message): SendPlan {
   return openRequestPlan("plan_approval", input, message);
 }
 
@@ -31,7 +31,7 @@ export function inheritedMode(leadMode: Mode): Mode {
   return leadMode === "plan" ? "default" : leadMode;
 }
 
-export function planPlanApprovalResponse(input: SendInput, message: Message): SendPlan {
+export function planPlanApprovalResponse(input: SendCall, message: Message): SendPlan {
   if (message.kind.case !== "planApprovalResponse") throw new Error("not a plan_approval_response");
   const answer = message.kind.value;
   const mode = inheritedMode(input.caller.lead.permissionMode);

@@ -1,10 +1,10 @@
 import type { Message } from "../../gen/team/v1/message_pb.js";
 import type { Caller } from "../caller.js";
 import type { InboxHub } from "../inbox/hub.js";
+import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { Queryable } from "../store/database.js";
 import type { RequestKind } from "../store/requests.js";
 import type { Delivery } from "../store/send.js";
-import type { RequestWaiters } from "./request-waiters.js";
 
 /** Deadlines of protocol requests. */
 export interface ProtocolConfig {
@@ -16,8 +16,11 @@ export const defaultProtocolConfig: ProtocolConfig = {
   defaultTtlMs: { shutdown: 5 * 60_000, plan_approval: 30 * 60_000 },
 };
 
-/** One Send, after authentication and the stateless rules. */
-export interface SendInput {
+/**
+ * One Send as a protocol plans it, after authentication and the stateless rules (the store's
+ * SendInput is what the plan becomes).
+ */
+export interface SendCall {
   caller: Caller;
   /** The addressee as written. */
   to: string;

@@ -11,7 +11,7 @@ import {
   type RequestRow,
 } from "../store/requests.js";
 import { one } from "../store/rows.js";
-import type { SendInput, SendPlan } from "./protocol.js";
+import type { SendCall, SendPlan } from "./protocol.js";
 
 /** A request id: "req_" and 128 random bits, so nobody can guess another team's ids. */
 export function newRequestId(): string {
@@ -19,7 +19,7 @@ export function newRequestId(): string {
 }
 
 /** The plan for a message that opens a request of `kind`, addressed to one member. */
-export function openRequestPlan(kind: RequestKind, input: SendInput, message: Message): SendPlan {
+export function openRequestPlan(kind: RequestKind, input: SendCall, message: Message): SendPlan {
   const requestId = newRequestId();
   return {
     message,
@@ -49,7 +49,7 @@ export async function answerRequest(
   tx: Queryable,
   q: {
     kind: RequestKind;
-    input: SendInput;
+    input: SendCall;
     requestId: string;
     approve: boolean;
     message: Message;

@@ -1,6 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { MessageSchema } from "../../gen/team/v1/message_pb.js";
-import { requestKindToProto, requestStatusToProto } from "../handlers/convert.js";
+import { requestKindToProto, requestStatusToProto } from "../domain/enums.js";
 import type { Queryable } from "../store/database.js";
 import type { RequestRow, RequestStatus } from "../store/requests.js";
 import { appendToInboxes, type Delivery } from "../store/send.js";

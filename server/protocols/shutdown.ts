@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
 import { markStopped } from "../store/members.js";
 import { cancelRequestsOfStoppingMember } from "./cancel.js";
-import type { SendInput, SendPlan } from "./protocol.js";
+import type { SendCall, SendPlan } from "./protocol.js";
 import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
 
 /**
@@ -22,11 +22,11 @@ import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
  * - Reject: the request becomes rejected, the lead receives the reason, and the teammate
  *   keeps working.
  */
-export function planShutdownRequest(input: SendInput, message: Message): SendPlan {
+export function planShutdownRequest(input: SendCall, message: Message): SendPlan {
   return openRequestPlan("shutdown", input, message);
 }
 
-export function planShutdownResponse(input: SendInput, message: Message): SendPlan {
+export function planShutdownResponse(input: SendCall, message: Message): SendPlan {
   if (message.kind.case !== "shutdownResponse") throw new Error("not a shutdown_response");
   const answer = message.kind.value;
   const stored = create(MessageSchema, {

@@ -1,3 +1,4 @@
+import type { AttemptOutcome } from "../domain/words.js";
 import type { Queryable } from "./database.js";
 
 /**
@@ -5,7 +6,7 @@ import type { Queryable } from "./database.js";
  * accepted or refused. Only ever inserted into; the table's triggers refuse the rest.
  */
 
-export type AttemptOutcome = "accepted" | "refused";
+export type { AttemptOutcome };
 
 export interface NewAttempt {
   teamId: number;

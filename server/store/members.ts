@@ -1,3 +1,4 @@
+import type { PermissionMode } from "../domain/words.js";
 import { DomainError } from "../errors.js";
 import type { Database, Queryable } from "./database.js";
 import { one } from "./rows.js";
@@ -5,7 +6,7 @@ import { isUniqueViolation } from "./sql-errors.js";
 
 export type MemberRole = "lead" | "teammate";
 export type MemberStatus = "active" | "stopped";
-export type PermissionMode = "default" | "accept_edits" | "bypass_permissions" | "plan";
+export type { PermissionMode };
 
 export interface MemberRow {
   id: number;

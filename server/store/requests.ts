@@ -1,9 +1,9 @@
+import type { RequestKind, RequestStatus } from "../domain/words.js";
 import { RuleViolationError } from "../errors.js";
 import type { Queryable } from "./database.js";
 import { one } from "./rows.js";
 
-export type RequestKind = "shutdown" | "plan_approval";
-export type RequestStatus = "pending" | "approved" | "rejected" | "expired" | "canceled";
+export type { RequestKind, RequestStatus };
 
 export interface RequestRow {
   id: string;

@@ -1,11 +1,6 @@
+import { BROADCAST } from "../domain/names.js";
 import type { Database } from "./database.js";
-import {
-  BROADCAST,
-  revokedSender,
-  type SendInput,
-  type SendResult,
-  unknownRecipient,
-} from "./send.js";
+import { revokedSender, type SendInput, type SendResult, unknownRecipient } from "./send.js";
 
 /** A send the batch path takes: plain, no idempotency key, no protocol hooks. */
 export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;

@@ -1,9 +1,8 @@
+import { BROADCAST } from "../domain/names.js";
 import { DomainError, RuleViolationError } from "../errors.js";
 import { attemptInsert, type NewAttempt, recordAttempt } from "./attempts.js";
 import type { Database, Queryable } from "./database.js";
 import { one } from "./rows.js";
-
-export const BROADCAST = "*";
 
 export interface SendInput {
   teamId: number;

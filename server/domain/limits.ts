@@ -1,0 +1,16 @@
+// The contract's limits, as DESIGN.md states them. Pure values: the rules table checks them,
+// the config validates against them, handlers and the store rely on them.
+
+/** Team and member names. */
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+export const MAX_TEXT_BYTES = 64 * 1024;
+export const MAX_MESSAGE_ID_CHARS = 128;
+export const MAX_PLAN_BYTES = 256 * 1024;
+/** Reasons, feedback, summaries, errors: one paragraph's worth each. */
+export const MAX_NOTE_BYTES = 16 * 1024;
+/** A task's result may be long (it is what the lead reads). */
+export const MAX_RESULT_BYTES = 256 * 1024;
+export const MIN_TTL_MS = 1_000;
+export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
+/** Seqs are PostgreSQL bigints: a uint64 above this cannot name a message. */
+export const MAX_SEQ = 9_223_372_036_854_775_807n;

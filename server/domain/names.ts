@@ -1,0 +1,2 @@
+/** The addressee that means every other active member of the team. */
+export const BROADCAST = "*";
