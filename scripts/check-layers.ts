@@ -1,0 +1,110 @@
+/**
+ * One-way layers for server/: a file may import only from its own room or a room below it.
+ * Run by `npm run lint` and CI; exits 1 and lists every upward import.
+ *
+ * Rooms, lowest first (the order follows the code: each room uses only those before it):
+ *   domain     limits, names, message kinds, enum words (plus errors, logger, tokens)
+ *   store      SQL and transactions
+ *   inbox      in-process fan-out and wake-ups (hub, cluster bus, request waiters), caller
+ *   protocols  per-protocol send plans, lifecycle, expiry
+ *   interceptors  auth, journal, rules, error mapping
+ *   http       wire plumbing below the handlers (response fixes, body limits, keepalive)
+ *   handlers   one file per group of RPCs
+ *   streaming  the hand-written gRPC Subscribe
+ *   services   health, reflection
+ *   app        app.ts and its configuration
+ *   main       the process entry point
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+
+const rooms = [
+  "domain",
+  "store",
+  "inbox",
+  "protocols",
+  "interceptors",
+  "http",
+  "handlers",
+  "streaming",
+  "services",
+  "app",
+  "main",
+] as const;
+type Room = (typeof rooms)[number];
+
+/** Files at server/'s root, by the room they belong to. */
+const rootFiles: Record<string, Room> = {
+  "errors.ts": "domain",
+  "logger.ts": "domain",
+  "tokens.ts": "domain",
+  "caller.ts": "inbox",
+  "connect-response-fixes.ts": "http",
+  "connection-keepalive.ts": "http",
+  "grpc-message-cap.ts": "http",
+  "http-server.ts": "http",
+  "oversized-grpc-web-message.ts": "http",
+  "oversized-request-bodies.ts": "http",
+  "parse-error-codes.ts": "http",
+  "slow-consumer-guard.ts": "http",
+  "config.ts": "app",
+  "database-from-config.ts": "app",
+  "app.ts": "app",
+  "main.ts": "main",
+};
+
+/** Folders under server/ that are not a room of their own name. */
+const folderRooms: Record<string, Room> = { health: "services", reflection: "services" };
+
+const serverDir = resolve(process.argv[2] ?? join(import.meta.dirname, "..", "server"));
+
+function roomOf(file: string): Room | undefined {
+  const parts = relative(serverDir, file).split("/");
+  if (parts[0] === undefined || parts[0].startsWith("..")) return undefined; // outside server/
+  if (parts.length === 1) return rootFiles[parts[0]];
+  const folder = parts[0];
+  return folderRooms[folder] ?? ((rooms as readonly string[]).find((r) => r === folder) as Room);
+}
+
+function* tsFiles(dir: string): Generator<string> {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* tsFiles(path);
+    else if (entry.name.endsWith(".ts")) yield path;
+  }
+}
+
+// Static imports and re-exports, type-only ones included (they still couple the rooms).
+const importPattern = /(?:import|export)\s[^;]*?from\s+"(\.[^"]+)"/g;
+
+const problems: string[] = [];
+for (const file of tsFiles(serverDir)) {
+  const from = roomOf(file);
+  if (from === undefined) {
+    problems.push(`${relative(serverDir, file)}: in no room (add it to scripts/check-layers.ts)`);
+    continue;
+  }
+  for (const match of readFileSync(file, "utf8").matchAll(importPattern)) {
+    const target = resolve(dirname(file), (match[1] as string).replace(/\.js$/, ".ts"));
+    const to = roomOf(target);
+    if (to === undefined) continue; // gen/ and other folders outside server/
+    const intoServer = relative(serverDir, target).split("/")[0];
+    if (relative(serverDir, file).startsWith("domain/") && intoServer !== "domain") {
+      problems.push(
+        `${relative(serverDir, file)} imports ${relative(serverDir, target)}: ` +
+          "server/domain/ is pure and imports nothing else of server/",
+      );
+    } else if (rooms.indexOf(to) > rooms.indexOf(from)) {
+      problems.push(
+        `${relative(serverDir, file)} (${from}) imports ${relative(serverDir, target)} (${to}): ` +
+          "a room may import only from itself or the rooms below it",
+      );
+    }
+  }
+}
+
+if (problems.length > 0) {
+  console.error(`upward imports in server/:\n  ${problems.join("\n  ")}`);
+  process.exit(1);
+}
+console.log(`layers: ok (${rooms.join(" < ")})`);
