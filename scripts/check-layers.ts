@@ -8,10 +8,11 @@
  *   inbox      in-process fan-out and wake-ups (hub, cluster bus, request waiters), caller
  *   protocols  per-protocol send plans, lifecycle, expiry
  *   interceptors  auth, journal, rules, error mapping
- *   http       wire plumbing below the handlers (response fixes, body limits, keepalive)
+ *   http       server/http/: the wire plumbing (response fixes, body limits, keepalive), below
+ *              the handlers, which read its context keys
  *   handlers   one file per group of RPCs
  *   streaming  the hand-written gRPC Subscribe
- *   services   health, reflection
+ *   services   health, reflection, background jobs (retention)
  *   app        app.ts and its configuration
  *   main       the process entry point
  */
@@ -39,14 +40,6 @@ const rootFiles: Record<string, Room> = {
   "logger.ts": "domain",
   "tokens.ts": "domain",
   "caller.ts": "inbox",
-  "connect-response-fixes.ts": "http",
-  "connection-keepalive.ts": "http",
-  "grpc-message-cap.ts": "http",
-  "http-server.ts": "http",
-  "oversized-grpc-web-message.ts": "http",
-  "oversized-request-bodies.ts": "http",
-  "parse-error-codes.ts": "http",
-  "slow-consumer-guard.ts": "http",
   "config.ts": "app",
   "database-from-config.ts": "app",
   "app.ts": "app",
@@ -54,7 +47,11 @@ const rootFiles: Record<string, Room> = {
 };
 
 /** Folders under server/ that are not a room of their own name. */
-const folderRooms: Record<string, Room> = { health: "services", reflection: "services" };
+const folderRooms: Record<string, Room> = {
+  health: "services",
+  jobs: "services",
+  reflection: "services",
+};
 
 const serverDir = resolve(process.argv[2] ?? join(import.meta.dirname, "..", "server"));
 

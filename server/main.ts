@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { createApp } from "./app.js";
 import { type Config, parseConfig } from "./config.js";
 import { openDatabase } from "./database-from-config.js";
-import { startServer } from "./http-server.js";
+import { startServer } from "./http/http-server.js";
 import { createLogger, type Logger } from "./logger.js";
 
 /**

@@ -83,10 +83,10 @@ const KNOWN_BUGS: KnownBug[] = [];
 
 // K7 (fixed): a call whose error message is huge. connect-es echoes the offending JSON value
 // in the parse error (unbounded). grpc-message is capped at 1 KiB in headers and trailers
-// (server/grpc-message-cap.ts) and in gRPC-Web's trailer frame
-// (server/oversized-grpc-web-message.ts); and a response sent before the request body is
+// (server/http/grpc-message-cap.ts) and in gRPC-Web's trailer frame
+// (server/http/oversized-grpc-web-message.ts); and a response sent before the request body is
 // in no longer loses the race with a connection closed on unread bytes ("response
-// aborted"): the rest of the body is read and dropped (server/oversized-request-bodies.ts).
+// aborted"): the rest of the body is read and dropped (server/http/oversized-request-bodies.ts).
 
 /** Logged server errors that belong to a known bug. */
 const knownLoggedError = (e: (typeof serverErrors)[number]) =>
@@ -669,7 +669,7 @@ describeEachDatabase(
     it("K5: oversized gRPC messages are refused with ResourceExhausted, and later calls on the same HTTP/2 connection still work (was: after 8 of them every call on it failed, ENHANCE_YOUR_CALM)", async () => {
       // The project's own generated client over gRPC, one HTTP/2 connection. The server
       // refuses each 1.1 MiB message as soon as it has read its length, then reads and drops
-      // the rest of the body (server/oversized-request-bodies.ts). It used to leave the
+      // the rest of the body (server/http/oversized-request-bodies.ts). It used to leave the
       // request stream half-open: the client's unsent bytes stayed queued in its session
       // until Node's 10 MB session memory limit made it refuse every new stream.
       const client = env().client(world.tokens.worker, "grpc");
@@ -684,7 +684,7 @@ describeEachDatabase(
       expect((await client.listMembers({})).members.length).toBeGreaterThan(0);
     });
 
-    it("K6: a truncated gzip body is refused with InvalidArgument, not Internal (server/parse-error-codes.ts)", async () => {
+    it("K6: a truncated gzip body is refused with InvalidArgument, not Internal (server/http/parse-error-codes.ts)", async () => {
       const gz = gzipSync(Buffer.from('{"name":"someone"}'));
       const cut = gz.subarray(0, gz.length - 8);
       expectTypedRefusal(
@@ -759,7 +759,7 @@ describeEachDatabase(
       }
     });
 
-    it("K1: a protobuf body that does not parse is refused with InvalidArgument, not Internal (server/parse-error-codes.ts)", async () => {
+    it("K1: a protobuf body that does not parse is refused with InvalidArgument, not Internal (server/http/parse-error-codes.ts)", async () => {
       // Two bytes: field 1 (string) claiming 16 bytes, none there. Any truncated or
       // bit-flipped protobuf, or invalid UTF-8 in a string field, gets the same answer.
       const body = Buffer.from([0x0a, 0x10]);

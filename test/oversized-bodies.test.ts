@@ -3,13 +3,13 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { pino } from "pino";
 import { expect, it } from "vitest";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { startServer } from "../server/http-server.js";
+import { startServer } from "../server/http/http-server.js";
 import { describeEachDatabase, type Protocol, transportFor } from "./support/harness.js";
 import { text } from "./support/protocol-helpers.js";
 import { envelope, h1Request, judgeConnectStream, type RawRequest } from "./support/raw-rpc.js";
 
 /**
- * Answers sent before the request body is in (server/oversized-request-bodies.ts): the
+ * Answers sent before the request body is in (server/http/oversized-request-bodies.ts): the
  * server refuses a message over 1 MiB as soon as it has read its length, and an error in
  * the first of several messages at once; the rest of the body is read and dropped, so that
  * the answer reaches the client and the connection stays usable.

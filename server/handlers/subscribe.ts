@@ -5,14 +5,14 @@ import {
   type SubscribeRequest,
   type SubscribeResponse,
   SubscribeResponseSchema,
-  type TeamService,
+  TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
-import { MAX_SEQ } from "../domain/limits.js";
-import { LimitError, RuleViolationError } from "../errors.js";
+import { LimitError } from "../errors.js";
+import { responseCutKey } from "../http/slow-consumer-guard.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
 import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
-import { responseCutKey } from "../slow-consumer-guard.js";
+import { checkRules } from "../interceptors/rules.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition } from "../store/inbox.js";
 import { toEnvelope } from "./convert.js";
@@ -55,15 +55,9 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
   // Shared by every subscription of this process: reads woken together go together.
   const reader: InboxReader = createInboxReader(db, { limit: BATCH, maxBytes: BATCH_BYTES });
   return async function* deliveries(caller, req, signals) {
-    // Streams do not pass the rules interceptor (it reads unary requests): checked here.
-    if (req.afterSeq !== undefined && req.afterSeq > MAX_SEQ) {
-      throw new RuleViolationError(
-        "size-shape",
-        "invalid-argument",
-        `after_seq is larger than ${MAX_SEQ}`,
-        "after_seq",
-      );
-    }
+    // Streams do not pass the rules interceptor (it reads unary requests): the same table,
+    // applied here.
+    checkRules({ method: TeamService.method.subscribe, request: req, caller });
     // Each stream holds up to a page (1 MiB) while its client does not read: one token
     // must not be able to open them without bound (2,000 stalled streams took 2 GiB).
     if (hub.countOf(caller.id) >= maxPerMember) {

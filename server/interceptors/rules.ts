@@ -202,7 +202,11 @@ const sizeShape: Rule = {
     if (method === M.ack && request.seq > MAX_SEQ) {
       return { sentence: `seq is larger than ${MAX_SEQ}`, field: "seq" };
     }
-    if (method === M.readInbox && request.afterSeq !== undefined && request.afterSeq > MAX_SEQ) {
+    if (
+      (method === M.readInbox || method === M.subscribe) &&
+      request.afterSeq !== undefined &&
+      request.afterSeq > MAX_SEQ
+    ) {
       return { sentence: `after_seq is larger than ${MAX_SEQ}`, field: "after_seq" };
     }
     if (method === M.listRequests && request.party !== "") {
@@ -375,7 +379,10 @@ export const rules: readonly Rule[] = [
   taskToLead,
 ];
 
-/** Checks a unary call against the table; throws the first violation. */
+/**
+ * Checks a call against the table; throws the first violation. The interceptor calls it for
+ * unary calls; Subscribe (a stream, whose request the interceptor cannot read) calls it itself.
+ */
 export function checkRules(call: RuleCall, table: readonly Rule[] = rules): void {
   for (const rule of table) {
     const violation = rule.check(call);

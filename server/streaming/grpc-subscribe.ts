@@ -9,11 +9,11 @@ import {
   TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import type { Deliveries } from "../handlers/subscribe.js";
+import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
 import { authenticate, bearerToken } from "../interceptors/auth.js";
 import type { CallerCache } from "../interceptors/caller-cache.js";
 import { reportCallError } from "../interceptors/error-mapping.js";
 import type { Logger } from "../logger.js";
-import { finishUnreadStreamBody } from "../oversized-request-bodies.js";
 import type { Database } from "../store/database.js";
 
 const PATH = `/${TeamService.typeName}/${TeamService.method.subscribe.name}`;

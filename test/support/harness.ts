@@ -8,7 +8,11 @@ import {
 import { afterAll, beforeAll, describe } from "vitest";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { type App, type AppOptions, createApp } from "../../server/app.js";
-import { type RunningServer, type ServerOptions, startServer } from "../../server/http-server.js";
+import {
+  type RunningServer,
+  type ServerOptions,
+  startServer,
+} from "../../server/http/http-server.js";
 import { silentLogger } from "../../server/logger.js";
 import type { Database } from "../../server/store/database.js";
 import {

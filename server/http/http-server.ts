@@ -1,8 +1,8 @@
 import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
+import type { Logger } from "../logger.js";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
-import type { Logger } from "./logger.js";
 import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
 import { guardSlowConsumer, guardSlowStream } from "./slow-consumer-guard.js";
 
