@@ -7,6 +7,8 @@ import { TeamError } from "../team-error.js";
 export interface Identity {
   name: string;
   role: "lead" | "teammate";
+  /** The lead's name: answers, plans and reports go to it. */
+  lead: string;
 }
 
 /**
@@ -26,10 +28,10 @@ export async function whoAmI(client: TeamClient): Promise<Identity> {
       throw err;
     }
   };
-  if (lead && (await probe(lead))) return { name: lead.name, role: "lead" };
+  if (lead && (await probe(lead))) return { name: lead.name, role: "lead", lead: lead.name };
   for (const m of members) {
     if (m.role === MemberRole.TEAMMATE && m.status === MemberStatus.ACTIVE && (await probe(m))) {
-      return { name: m.name, role: "teammate" };
+      return { name: m.name, role: "teammate", lead: lead?.name ?? "" };
     }
   }
   throw new Error("could not tell which member this token belongs to");

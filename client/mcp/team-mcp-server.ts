@@ -2,6 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { TeamClient } from "../team-client.js";
 import type { Identity } from "./identity.js";
 import { registerTeamPrompts } from "./prompts.js";
+import { ToolRegistry } from "./tool-registry.js";
 import { registerTeamTools, type ToolContext } from "./tools.js";
 import type { InboxCursor } from "./wait-for-messages.js";
 
@@ -23,12 +24,14 @@ export function createTeamMcpServer(o: TeamMcpOptions): McpServer {
         "exactly as each message says. A refused call starts with the rule id and how to fix it.",
     },
   );
-  registerTeamTools(server, {
+  const tools = new ToolRegistry();
+  registerTeamTools(tools, {
     client: o.client,
     me: o.me,
     cursor: o.cursor,
     configFor: o.configFor,
   });
+  tools.serve(server);
   registerTeamPrompts(server, o.client, o.me);
   return server;
 }

@@ -1,5 +1,4 @@
 import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { MemberSchema, RequestRecordSchema } from "../../gen/team/v1/records_pb.js";
 import {
@@ -11,6 +10,7 @@ import { memberRoleName, memberStatusName, permissionModeName } from "../names.j
 import type { TeamClient } from "../team-client.js";
 import type { Identity } from "./identity.js";
 import { messageInput, toMessageInit } from "./message-input.js";
+import type { ToolRegistry } from "./tool-registry.js";
 import { guarded, ok } from "./tool-result.js";
 import {
   DEFAULT_WAIT_SECONDS,
@@ -37,13 +37,13 @@ const requestIdInput = z.string().min(1).describe("A request_id, as send_message
  * translates, and a refusal comes back as an isError result starting with the rule id.
  * Lead-only tools are listed only for the lead; the server refuses them for anyone else.
  */
-export function registerTeamTools(server: McpServer, ctx: ToolContext): void {
+export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void {
   const { client, me } = ctx;
   server.registerTool(
     "send_message",
     {
       description:
-        `Send a message as ${me.name}. Anyone may send text to a member, or to "*" (every other ` +
+        `Send a message as ${me.name} (the lead is "${me.lead}"). Anyone may send text to a member, or to "*" (every other ` +
         "active member). Protocol messages: the lead sends shutdown_request to a teammate and " +
         "plan_approval_response to a teammate's plan; a teammate answers a shutdown_request with " +
         "shutdown_response (approving stops it: its token is revoked; rejecting needs a reason), " +
@@ -232,17 +232,18 @@ export function registerTeamTools(server: McpServer, ctx: ToolContext): void {
       }),
   );
 
-  if (me.role === "lead") registerLeadTools(server, ctx);
+  registerLeadTools(server, ctx, me.role === "lead");
 }
 
-/** Listed for the lead only; the server refuses them for any other token all the same. */
-export function registerLeadTools(server: McpServer, ctx: ToolContext): void {
+/** Listed for the lead only; callable by anyone, and the server refuses them to a teammate. */
+function registerLeadTools(server: ToolRegistry, ctx: ToolContext, listed: boolean): void {
   const { client } = ctx;
   server.registerTool(
     "add_member",
     {
       description:
         "Lead only: adds a teammate and returns its token (shown this once) and the MCP configuration to give its agent. The server refuses a taken or malformed name.",
+      listed,
       inputSchema: {
         name: z.string().min(1).describe("The new member's name: ^[a-z0-9][a-z0-9._-]{0,63}$."),
       },
@@ -262,6 +263,7 @@ export function registerLeadTools(server: McpServer, ctx: ToolContext): void {
     {
       description:
         "Lead only: stops a teammate at once (its token is revoked, its pending requests end). Prefer a shutdown_request, which lets it finish. The lead cannot remove itself.",
+      listed,
       inputSchema: { name: z.string().min(1).describe("The teammate to stop.") },
     },
     ({ name }) =>
