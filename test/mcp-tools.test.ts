@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createTeamClient, type TeamClient } from "../client/index.js";
 import { READ_MAX_BYTES } from "../server/app.js";
 import { waitFor } from "./support/child-server.js";
+import { runTeam } from "./support/cli.js";
 import { describeEachDatabase, uniqueName } from "./support/harness.js";
 import { callTool, connectMcp, mcpWays } from "./support/mcp-clients.js";
 
@@ -27,7 +28,7 @@ describeEachDatabase("MCP: tools", (env) => {
         const backlog = await callTool(worker, "wait_for_messages", { timeout_seconds: 30 });
         expect(backlog.text.indexOf("first")).toBeGreaterThan(-1);
         expect(backlog.text.indexOf("second")).toBeGreaterThan(backlog.text.indexOf("first"));
-        expect(backlog.structuredContent).toEqual({ count: 2, seqs: ["1", "2"] });
+        expect(backlog.structuredContent).toMatchObject({ count: 2, seqs: ["1", "2"] });
 
         // Sent while the call waits: delivered by its subscription (the hub has it open).
         const subscribers = env().app.hub.size;
@@ -37,12 +38,15 @@ describeEachDatabase("MCP: tools", (env) => {
         );
         await lead.sendText("worker", "third");
         const live = await waiting;
-        expect(live.structuredContent).toEqual({ count: 1, seqs: ["3"] });
+        expect(live.structuredContent).toMatchObject({
+          count: 1,
+          messages: [{ seq: "3", from: "team-lead", type: "text", request_id: "" }],
+        });
         expect(live.text).toContain("third");
 
         // Nothing is returned twice, and what was returned is acked.
         const none = await callTool(worker, "wait_for_messages", { timeout_seconds: 0 });
-        expect(none.structuredContent).toEqual({ count: 0, seqs: [] });
+        expect(none.structuredContent).toMatchObject({ count: 0, seqs: [] });
         const inbox = await lead.withToken(token).readInbox();
         expect(inbox.ackedSeq).toBe(3n);
         expect(inbox.envelopes).toEqual([]);
@@ -105,6 +109,52 @@ describeEachDatabase("MCP: tools", (env) => {
         expect(removed.isError, removed.text).toBeFalsy();
       });
 
+      it("prompts give the role's duties with the team's current members", async () => {
+        const { leadToken, token } = await team();
+        const worker = await connectMcp(way, env().server.url, token);
+        const asLead = await connectMcp(way, env().server.url, leadToken);
+        const names = (await worker.listPrompts()).prompts.map((p) => p.name);
+        expect(names).toEqual(["teammate", "team-lead"]);
+        const text = async (c: typeof worker, name: string) => {
+          const content = (await c.getPrompt({ name })).messages[0]?.content;
+          return content?.type === "text" ? content.text : "";
+        };
+        const mate = await text(worker, "teammate");
+        expect(mate).toContain("You are worker, a teammate");
+        expect(mate).toContain("- team-lead (lead, active)");
+        expect(mate).toContain('{type: "shutdown_response", request_id, approve: true}');
+        expect(mate).toContain('{type: "plan_approval_request", plan}');
+        const lead = await text(asLead, "team-lead");
+        expect(lead).toContain("You are team-lead, the team lead");
+        expect(lead).toContain("- worker (teammate, active)");
+      });
+
+      it("journal, list_requests, await_request and cancel_request go to the server", async () => {
+        const { token } = await team();
+        const worker = await connectMcp(way, env().server.url, token);
+        const sent = await callTool(worker, "send_message", {
+          to: "team-lead",
+          message: { type: "plan_approval_request", plan: "a plan" },
+        });
+        const id = (sent.structuredContent as { requestId: string }).requestId;
+        const pending = await callTool(worker, "list_requests", { status: "pending" });
+        expect(pending.text).toContain(id);
+        const canceled = await callTool(worker, "cancel_request", { request_id: id });
+        expect(canceled.isError, canceled.text).toBeFalsy();
+        const awaited = await callTool(worker, "await_request", { request_id: id });
+        expect(awaited.structuredContent).toMatchObject({
+          requestId: id,
+          status: "REQUEST_STATUS_CANCELED",
+        });
+        const journal = await callTool(worker, "journal", { outcome: "accepted" });
+        expect(journal.text).toContain(id);
+        const other = await callTool(worker, "journal", { member: "team-lead" });
+        expect(other.isError).toBe(true);
+        expect(other.text).toMatch(
+          /^permission_denied: only the lead sees other members' attempts/,
+        );
+      });
+
       it("bad input is an isError result naming the field, and nothing is stored", async () => {
         const { lead, token } = await team();
         const worker = await connectMcp(way, env().server.url, token);
@@ -125,6 +175,33 @@ describeEachDatabase("MCP: tools", (env) => {
       });
     });
   }
+
+  it("team mcp ends when its client closes stdin, even with a wait in flight", async () => {
+    const { token } = await team();
+    const lines = [
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: {
+          protocolVersion: "2025-06-18",
+          capabilities: {},
+          clientInfo: { name: "t", version: "1" },
+        },
+      },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      {
+        jsonrpc: "2.0",
+        id: 2,
+        method: "tools/call",
+        params: { name: "wait_for_messages", arguments: { timeout_seconds: 300 } },
+      },
+    ];
+    const stdin = lines.map((l) => `${JSON.stringify(l)}\n`).join("");
+    const run = await runTeam(["mcp"], { TEAM_URL: env().server.url, TEAM_TOKEN: token }, stdin);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toContain('"serverInfo":{"name":"team-protocols"');
+  });
 
   describe("/mcp's door", () => {
     const post = (headers: Record<string, string>, body = "{}") =>

@@ -109,6 +109,13 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
         return ok(r.text, {
           count: r.envelopes.length,
           seqs: r.envelopes.map((e) => String(e.seq)),
+          // For programs driving the tools (the demo's scripted MCP teammate).
+          messages: r.envelopes.map((e) => ({
+            seq: String(e.seq),
+            from: e.from,
+            type: e.message?.kind.case ?? "",
+            request_id: e.requestId,
+          })),
         });
       }),
   );

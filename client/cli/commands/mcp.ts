@@ -31,5 +31,9 @@ export function mcpCommand(program: Command): void {
     });
     await server.connect(transport);
     await closed;
+    // The MCP stdio contract: the server ends when its client closes stdin. A wait in flight
+    // and the client's HTTP/2 session would keep this process alive (an orphan per agent
+    // run), and nothing is left to do: what was returned is acked or will be redelivered.
+    process.exit(0);
   });
 }
