@@ -13,7 +13,8 @@ interface Tool {
   input: z.ZodObject<Shape>;
   /** Unlisted tools are still callable: the server, not the bridge, decides who may. */
   listed: boolean;
-  run(args: Record<string, unknown>): Promise<CallToolResult>;
+  /** `signal` aborts when the call is cancelled or its client goes away. */
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
 }
 
 /**
@@ -27,7 +28,7 @@ export class ToolRegistry {
   registerTool<S extends Shape>(
     name: string,
     config: { description: string; inputSchema?: S; listed?: boolean },
-    run: (args: z.infer<z.ZodObject<S>>) => Promise<CallToolResult>,
+    run: (args: z.infer<z.ZodObject<S>>, signal: AbortSignal) => Promise<CallToolResult>,
   ): void {
     this.tools.set(name, {
       description: config.description,
@@ -50,7 +51,7 @@ export class ToolRegistry {
           inputSchema: z.toJSONSchema(t.input) as { type: "object" },
         })),
     }));
-    server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
       const tool = this.tools.get(req.params.name);
       if (!tool) {
         return inputError(
@@ -64,7 +65,7 @@ export class ToolRegistry {
         );
         return inputError(`invalid-input: ${problems.join("; ")}. Nothing was sent; fix the call.`);
       }
-      return tool.run(parsed.data);
+      return tool.run(parsed.data, extra.signal);
     });
   }
 }

@@ -100,11 +100,12 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
           .describe("At most this many messages (default 100)."),
       },
     },
-    ({ timeout_seconds, max }) =>
+    ({ timeout_seconds, max }, signal) =>
       guarded(async () => {
         const r = await waitForMessages(client, ctx.cursor, {
           timeoutSeconds: timeout_seconds ?? DEFAULT_WAIT_SECONDS,
           max: max ?? 100,
+          signal,
         });
         return ok(r.text, {
           count: r.envelopes.length,

@@ -28,6 +28,13 @@ export const newInboxCursor = (): InboxCursor => ({
   queue: Promise.resolve(),
 });
 
+export interface WaitOptions {
+  timeoutSeconds: number;
+  max: number;
+  /** Ends a live wait early (the MCP call was cancelled, its client went away). */
+  signal?: AbortSignal | undefined;
+}
+
 export interface WaitResult {
   envelopes: Envelope[];
   text: string;
@@ -37,7 +44,7 @@ export interface WaitResult {
 export function waitForMessages(
   client: TeamClient,
   cursor: InboxCursor,
-  options: { timeoutSeconds: number; max: number },
+  options: WaitOptions,
 ): Promise<WaitResult> {
   const run = cursor.queue.then(() => waitOnce(client, cursor, options));
   cursor.queue = run.catch(() => {});
@@ -47,7 +54,7 @@ export function waitForMessages(
 async function waitOnce(
   client: TeamClient,
   cursor: InboxCursor,
-  { timeoutSeconds, max }: { timeoutSeconds: number; max: number },
+  { timeoutSeconds, max, signal }: WaitOptions,
 ): Promise<WaitResult> {
   await cursor.pendingAck;
   const after = cursor.returnedSeq;
@@ -57,7 +64,7 @@ async function waitOnce(
   });
   let envelopes = backlog.envelopes;
   if (envelopes.length === 0 && timeoutSeconds > 0) {
-    envelopes = await firstLive(client, after ?? backlog.ackedSeq, timeoutSeconds, max);
+    envelopes = await firstLive(client, after ?? backlog.ackedSeq, timeoutSeconds, max, signal);
   }
   const last = envelopes.at(-1);
   if (last) {
@@ -83,8 +90,11 @@ async function firstLive(
   afterSeq: bigint,
   timeoutSeconds: number,
   max: number,
+  cancel: AbortSignal | undefined,
 ): Promise<Envelope[]> {
   const stop = new AbortController();
+  if (cancel?.aborted) return [];
+  cancel?.addEventListener("abort", () => stop.abort(), { once: true });
   const timer = setTimeout(() => stop.abort(), timeoutSeconds * 1000);
   const inbox = client.inbox({ afterSeq, autoAck: false, signal: stop.signal });
   const found: Envelope[] = [];
