@@ -1,5 +1,5 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { type Client, createClient } from "@connectrpc/connect";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { MemberRole } from "../gen/team/v1/enums_pb.js";
 import type { Member, RequestRecord } from "../gen/team/v1/records_pb.js";
 import {
@@ -37,6 +37,12 @@ import { createTeamTransport, type TransportOptions } from "./transport.js";
 export interface TeamClientOptions extends TransportOptions {
   /** Deadline of each unary call. Default 30 s. */
   timeoutMs?: number;
+  /**
+   * Calls go through this transport instead of one to `baseUrl` (e.g. the server's own routes
+   * in-process, for its /mcp endpoint). It must authenticate the calls itself; withToken()
+   * needs a baseUrl transport.
+   */
+  transport?: Transport | undefined;
 }
 
 export interface SendOptions {
@@ -143,7 +149,7 @@ export interface TeamClient {
 }
 
 export function createTeamClient(options: TeamClientOptions): TeamClient {
-  const rpc = createClient(TeamService, createTeamTransport(options));
+  const rpc = createClient(TeamService, options.transport ?? createTeamTransport(options));
   // Whole milliseconds: connect-node sends a fraction as-is, which servers refuse.
   const timeoutMs = Math.ceil(options.timeoutMs ?? 30_000);
   const call = { timeoutMs };
@@ -152,7 +158,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
   const self: TeamClient = {
     baseUrl: options.baseUrl,
     rpc,
-    withToken: (token) => createTeamClient({ ...options, token }),
+    withToken: (token) => createTeamClient({ ...options, transport: undefined, token }),
 
     createTeam: (team, o = {}) =>
       rpc.createTeam(

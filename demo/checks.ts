@@ -92,6 +92,12 @@ export async function checkSteps(
       ok: stoppedAndExited("bob"),
     },
     {
+      step: "carol (an MCP client of team mcp) reported her task, approved her shutdown, was stopped, saw her token refused and exited 0",
+      ok:
+        log.taskNotifications.some((n) => n.from === "carol" && n.taskId === "docs") &&
+        stoppedAndExited("carol"),
+    },
+    {
       step: `the journal holds every protocol step (${expectedSteps}), accepted, none refused`,
       ok:
         journal.length === expectedSteps &&

@@ -68,6 +68,8 @@ export async function runLead(
         await askToStop("bob", "wrapping up the team");
       } else if (n.taskId === "integration-tests") {
         await askToStop("bob", "your tests are reported");
+      } else if (n.taskId === "docs") {
+        await askToStop("carol", "the docs are written");
       }
     } else if (kind?.case === "shutdownResponse") {
       const r = kind.value;
@@ -80,7 +82,7 @@ export async function runLead(
       await confirm(r.requestId);
       if (r.approve) transcript.state(`${envelope.from} is stopped (its token no longer works)`);
       const stopped = new Set(log.shutdowns.filter((s) => s.approve).map((s) => s.member));
-      if (stopped.has("alice") && stopped.has("bob")) break;
+      if (["alice", "bob", "carol"].every((m) => stopped.has(m))) break;
     }
   }
   return log;

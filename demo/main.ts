@@ -7,7 +7,8 @@ import { startTeammate, stopTeammate, type TeammateProcess } from "./teammate-pr
 import { createTranscript } from "./transcript.js";
 
 /**
- * `npm run demo`: a lead (this process) and two scripted teammates (child processes) walk
+ * `npm run demo`: a lead (this process) and three scripted teammates (child processes; carol
+ * only through the MCP tools of `team mcp`, as an LLM agent would) walk
  * through both protocols on a real server: a plan rejected with feedback, resubmitted and
  * approved; task notifications; a shutdown rejected with a reason; shutdowns approved and
  * the teammates exiting. Exits 0 only if every step is confirmed by the server, within
@@ -41,6 +42,7 @@ try {
   for (const [name, role] of [
     ["alice", "planner"],
     ["bob", "tester"],
+    ["carol", "mcp"],
   ] as const) {
     if (stop.signal.aborted) break;
     const { token } = await lead.addMember(name);

@@ -15,22 +15,27 @@ const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 /** Starts demo/teammate.ts as its own process; its lines go to the transcript as `name`. */
 export function startTeammate(options: {
   name: string;
-  role: "planner" | "tester";
+  role: "planner" | "tester" | "mcp";
   url: string;
   token: string;
   transcript: Transcript;
 }): TeammateProcess {
   const { name, transcript } = options;
-  const child = spawn(process.execPath, ["--import", "tsx", "demo/teammate.ts"], {
-    cwd: repoRoot,
-    env: {
-      ...process.env,
-      TEAM_URL: options.url,
-      TEAM_TOKEN: options.token,
-      DEMO_ROLE: options.role,
+  const child = spawn(
+    process.execPath,
+    // The MCP teammate is its own script: it only talks through `team mcp`.
+    ["--import", "tsx", options.role === "mcp" ? "demo/mcp-teammate.ts" : "demo/teammate.ts"],
+    {
+      cwd: repoRoot,
+      env: {
+        ...process.env,
+        TEAM_URL: options.url,
+        TEAM_TOKEN: options.token,
+        DEMO_ROLE: options.role,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  );
   transcript.state(`${name} started (pid ${child.pid})`);
   createInterface({ input: child.stdout }).on("line", (raw) => {
     try {

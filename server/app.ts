@@ -17,13 +17,14 @@ import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { createRequestWaiters, type RequestWaiters } from "./inbox/request-waiters.js";
 import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
-import { authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
+import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { rulesInterceptor } from "./interceptors/rules.js";
 import { type SendRateOptions, sendRateInterceptor } from "./interceptors/send-rate.js";
 import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";
+import { createMcpEndpoint, MCP_PATH } from "./mcp/mcp-endpoint.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
 import { serveReflection } from "./reflection/server-reflection.js";
@@ -181,7 +182,16 @@ export function createApp(options: AppOptions): App {
         readMaxBytes: READ_MAX_BYTES,
         contextValues: contextValuesFor,
       });
+      // MCP for LLM agents on the same port, its tools through these same routes.
+      const mcp = createMcpEndpoint({
+        routes: (router) => app.routes(router),
+        authenticate: (token) => authenticate({ db, cache: callers }, token),
+        readMaxBytes: READ_MAX_BYTES,
+        logger,
+      });
       const handler: ReturnType<typeof connectNodeAdapter> = (req, res) => {
+        const path = req.url?.split("?")[0];
+        if (path === MCP_PATH) return mcp(req, res);
         fixConnectResponses(res as Http2ServerResponse);
         connect(req, res);
       };

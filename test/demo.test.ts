@@ -43,8 +43,9 @@ const STEPS = [
   "✓ bob rejected a shutdown with a reason and kept working",
   "✓ alice approved her shutdown, was stopped and exited 0",
   "✓ bob approved the second shutdown, was stopped and exited 0",
-  // 5 requests (2 plans, 3 shutdowns), their 5 answers and 3 task notifications.
-  "✓ the journal holds every protocol step (13), accepted, none refused",
+  "✓ carol (an MCP client of team mcp) reported her task, approved her shutdown, was stopped, saw her token refused and exited 0",
+  // 6 requests (2 plans, 4 shutdowns), their 6 answers and 4 task notifications.
+  "✓ the journal holds every protocol step (16), accepted, none refused",
 ];
 
 /** The teammates' process ids, from the transcript's "started (pid N)" lines. */
@@ -82,6 +83,12 @@ describe("npm run demo", () => {
     expect(run.output).toContain("<task-notification>");
     expect(run.output).toMatch(/state +alice exited with code 0/);
     expect(run.output).toMatch(/state +bob exited with code 0/);
+    // carol only through the MCP tools: listed for a teammate, and revoked once she stopped.
+    expect(run.output).toMatch(
+      /carol +connected over MCP \(team mcp\); tools: send_message, wait_for_messages/,
+    );
+    expect(run.output).toMatch(/carol +next tool call: refused: unauthenticated: token revoked/);
+    expect(run.output).toMatch(/state +carol exited with code 0/);
     for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
   }, 120_000);
 

@@ -4,6 +4,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { Command, CommanderError } from "commander";
 import { TeamError } from "../team-error.js";
 import { attemptCommands } from "./commands/attempts.js";
+import { mcpCommand } from "./commands/mcp.js";
 import { membershipCommands } from "./commands/membership.js";
 import { messagingCommands } from "./commands/messaging.js";
 import { protocolCommands } from "./commands/protocols.js";
@@ -35,6 +36,7 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   protocolCommands(program);
   requestCommands(program);
   attemptCommands(program);
+  mcpCommand(program);
   return program;
 }
 

@@ -1,0 +1,60 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { memberRoleName, memberStatusName } from "../names.js";
+import type { TeamClient } from "../team-client.js";
+import type { Identity } from "./identity.js";
+
+/** The `teammate` and `team-lead` prompts: a role's duties, with the team as it is now. */
+export function registerTeamPrompts(server: McpServer, client: TeamClient, me: Identity): void {
+  const roster = async () =>
+    (await client.members())
+      .map((m) => `- ${m.name} (${memberRoleName(m.role)}, ${memberStatusName(m.status)})`)
+      .join("\n");
+  const message = (text: string) => ({
+    messages: [{ role: "user" as const, content: { type: "text" as const, text } }],
+  });
+
+  server.registerPrompt(
+    "teammate",
+    { description: "Your duties as a teammate of this team, and its members." },
+    async () =>
+      message(
+        [
+          `You are ${me.name}, a teammate. The team:`,
+          await roster(),
+          "",
+          "Duties:",
+          "- Call wait_for_messages whenever you are idle or between steps; handle each message.",
+          "- A shutdown_request must be answered exactly once with send_message to the lead: " +
+            '{type: "shutdown_response", request_id, approve: true} to stop (your token is then ' +
+            "revoked), or approve: false with a reason to keep working.",
+          "- In plan mode, submit your plan before acting: send_message to the lead with " +
+            '{type: "plan_approval_request", plan}, then wait for the plan_approval_response. ' +
+            "On a rejection, revise using the feedback and submit again (a new request).",
+          "- When a task ends, report it to the lead: " +
+            '{type: "task_notification", task_id, status: "completed" | "failed" | "stopped", summary, result}.',
+          "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
+        ].join("\n"),
+      ),
+  );
+  server.registerPrompt(
+    "team-lead",
+    { description: "Your duties as the team's lead, and its members." },
+    async () =>
+      message(
+        [
+          `You are ${me.name}, the team lead. The team:`,
+          await roster(),
+          "",
+          "Duties:",
+          "- Call wait_for_messages to receive plans, task notifications and answers.",
+          "- Answer each plan_approval_request once: send_message to its sender with " +
+            '{type: "plan_approval_response", request_id, approve, feedback}. An approved ' +
+            "teammate inherits your permission mode; a rejection needs feedback saying what to change.",
+          '- To stop a teammate, send it {type: "shutdown_request", reason}; it approves (and is ' +
+            "stopped) or rejects with a reason. remove_member stops it at once.",
+          "- add_member gives a new teammate its token and MCP configuration.",
+          "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
+        ].join("\n"),
+      ),
+  );
+}

@@ -1,0 +1,76 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ListToolsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+
+type Shape = z.ZodRawShape;
+
+interface Tool {
+  description: string;
+  input: z.ZodObject<Shape>;
+  /** Unlisted tools are still callable: the server, not the bridge, decides who may. */
+  listed: boolean;
+  /** `signal` aborts when the call is cancelled or its client goes away. */
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
+}
+
+/**
+ * The bridge's tools, served on the SDK's low-level Server (McpServer.registerTool would
+ * hide an unlisted tool from calls too, and answer bad input with its own wording). Bad
+ * input is an isError result naming each field at fault; nothing is sent to the service.
+ */
+export class ToolRegistry {
+  private readonly tools = new Map<string, Tool>();
+
+  registerTool<S extends Shape>(
+    name: string,
+    config: { description: string; inputSchema?: S; listed?: boolean },
+    run: (args: z.infer<z.ZodObject<S>>, signal: AbortSignal) => Promise<CallToolResult>,
+  ): void {
+    this.tools.set(name, {
+      description: config.description,
+      input: z.object(config.inputSchema ?? {}).strict() as unknown as z.ZodObject<Shape>,
+      listed: config.listed ?? true,
+      run: run as Tool["run"],
+    });
+  }
+
+  /** Answers tools/list and tools/call on `mcp` (before it connects). */
+  serve(mcp: McpServer): void {
+    const server = mcp.server;
+    server.registerCapabilities({ tools: {} });
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [...this.tools]
+        .filter(([, t]) => t.listed)
+        .map(([name, t]) => ({
+          name,
+          description: t.description,
+          inputSchema: z.toJSONSchema(t.input) as { type: "object" },
+        })),
+    }));
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
+      const tool = this.tools.get(req.params.name);
+      if (!tool) {
+        return inputError(
+          `unknown-tool: there is no tool "${req.params.name}"; list the tools and use one of them`,
+        );
+      }
+      const parsed = tool.input.safeParse(req.params.arguments ?? {});
+      if (!parsed.success) {
+        const problems = parsed.error.issues.map(
+          (i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`,
+        );
+        return inputError(`invalid-input: ${problems.join("; ")}. Nothing was sent; fix the call.`);
+      }
+      return tool.run(parsed.data, extra.signal);
+    });
+  }
+}
+
+const inputError = (text: string): CallToolResult => ({
+  content: [{ type: "text", text }],
+  isError: true,
+});

@@ -1,0 +1,86 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { TeammateLine } from "./transcript.js";
+
+/**
+ * carol, the demo's MCP teammate: what an LLM agent does through the MCP tools, scripted.
+ * She talks to the team only through `team mcp` (the SDK's own Client over stdio, the way
+ * Claude Code would): reads with wait_for_messages, writes docs on the welcome and reports
+ * the task, approves the shutdown request, then checks that her next tool call is refused
+ * because her token is revoked. Exits 0 only if all of that happened.
+ */
+const say = (text: string) => {
+  const line: TeammateLine = { at: Date.now(), text };
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+};
+
+interface Received {
+  seq: string;
+  from: string;
+  type: string;
+  request_id: string;
+}
+
+const client = new Client({ name: "demo-carol", version: "1.0.0" });
+await client.connect(
+  new StdioClientTransport({
+    command: process.execPath,
+    args: ["bin/team.js", "mcp"],
+    env: {
+      PATH: process.env.PATH ?? "",
+      TEAM_URL: process.env.TEAM_URL ?? "",
+      TEAM_TOKEN: process.env.TEAM_TOKEN ?? "",
+    },
+  }),
+);
+const call = async (name: string, args: Record<string, unknown> = {}) => {
+  const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const text = r.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
+  return { ...r, text };
+};
+const tools = (await client.listTools()).tools.map((t) => t.name);
+say(`connected over MCP (team mcp); tools: ${tools.join(", ")}`);
+
+let exitCode = 1;
+try {
+  for (let done = false; !done; ) {
+    const got = await call("wait_for_messages", { timeout_seconds: 60 });
+    if (got.isError) throw new Error(got.text);
+    for (const m of (got.structuredContent as { messages: Received[] }).messages) {
+      say(`← wait_for_messages: #${m.seq} ${m.type} from ${m.from}`);
+      if (m.type === "text" && m.from === "team-lead") {
+        say("writing the docs");
+        const sent = await call("send_message", {
+          to: "team-lead",
+          message: {
+            type: "task_notification",
+            task_id: "docs",
+            status: "completed",
+            description: "document the new parser flag",
+            result: "README: --new-parser documented with an example",
+          },
+        });
+        if (sent.isError) throw new Error(sent.text);
+        say(`reported task docs: completed (${sent.text})`);
+      } else if (m.type === "shutdownRequest") {
+        const answered = await call("send_message", {
+          to: "team-lead",
+          message: { type: "shutdown_response", request_id: m.request_id, approve: true },
+        });
+        if (answered.isError) throw new Error(answered.text);
+        say(`approved shutdown ${m.request_id}`);
+        done = true;
+        break;
+      }
+    }
+  }
+  const after = await call("list_members");
+  say(`next tool call: ${after.isError ? "refused" : "accepted"}: ${after.text}`);
+  if (after.isError && after.text.includes("token revoked")) exitCode = 0;
+} catch (err) {
+  process.stderr.write(`${(err as Error).message}\n`);
+} finally {
+  await client.close();
+}
+process.exitCode = exitCode;
