@@ -12,7 +12,7 @@
  *              the handlers, which read its context keys
  *   handlers   one file per group of RPCs
  *   streaming  the hand-written gRPC Subscribe
- *   services   health, reflection, background jobs (retention)
+ *   services   health, reflection, background jobs (retention), the /mcp endpoint
  *   app        app.ts and its configuration
  *   main       the process entry point
  */
@@ -50,6 +50,7 @@ const rootFiles: Record<string, Room> = {
 const folderRooms: Record<string, Room> = {
   health: "services",
   jobs: "services",
+  mcp: "services",
   reflection: "services",
 };
 

@@ -142,6 +142,19 @@ export function createApp(options: AppOptions): App {
     ...(options.retention ?? { days: 30, journalDays: 30, intervalMs: 3_600_000 }),
   });
   const health = createHealthMonitor({ db, logger, services: [TeamService.typeName] });
+  // Made once: routes() runs for every router that mounts the service (connect-node's, and
+  // /mcp's in-process one per request), and state such as the send-rate buckets must be
+  // the same for all of them — a limiter per router let /mcp send without limit.
+  const interceptors = [
+    // Outermost first: errors of every later step are mapped; rules see the caller.
+    errorMappingInterceptor(logger),
+    authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
+    // Before the journal: a flood of refused sends must not become journal lines.
+    sendRateInterceptor(options.sendRate ?? { perSecond: 100, burst: 200 }),
+    // After auth (an attempt is a member's), before the rules (it journals their refusals).
+    attemptsJournalInterceptor(db, logger),
+    rulesInterceptor(),
+  ];
   const app: App = {
     hub,
     waiters,
@@ -160,18 +173,7 @@ export function createApp(options: AppOptions): App {
       await bus.close();
     },
     routes(router) {
-      router.service(TeamService, impl, {
-        // Outermost first: errors of every later step are mapped; rules see the caller.
-        interceptors: [
-          errorMappingInterceptor(logger),
-          authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
-          // Before the journal: a flood of refused sends must not become journal lines.
-          sendRateInterceptor(options.sendRate ?? { perSecond: 100, burst: 200 }),
-          // After auth (an attempt is a member's), before the rules (it journals their refusals).
-          attemptsJournalInterceptor(db, logger),
-          rulesInterceptor(),
-        ],
-      });
+      router.service(TeamService, impl, { interceptors });
       // Health and reflection take no token (the interceptors above are TeamService's only).
       serveHealth(router, health);
       serveReflection(router, [file_team_v1_rule_violation]);
