@@ -82,10 +82,10 @@ async function closeWithin(closing: Promise<void>, ms: number, logger: Logger): 
 }
 
 /** The server process: flags and environment -> run() until SIGINT/SIGTERM. Also `team serve`. */
-export async function main(argv: string[]): Promise<void> {
+export async function main(argv: string[], programName = "team-protocols"): Promise<void> {
   let config: Config;
   try {
-    config = parseConfig(argv);
+    config = parseConfig(argv, process.env, programName);
   } catch (err) {
     // commander has printed its own errors (and --help); anything else is printed here.
     const e = err as { exitCode?: number; code?: string; message?: string };

@@ -92,9 +92,10 @@ describe("the team CLI", () => {
     helps.forEach((help, i) => {
       ok(help);
       // serve's help is the server's own: its flags, parsed by server/config.ts.
-      const usage = names[i] === "serve" ? "Usage: team-protocols" : `Usage: team ${names[i]}`;
-      expect(help.stdout).toContain(usage);
+      expect(help.stdout).toContain(`Usage: team ${names[i]} `);
     });
+    // A default is shown the way the flag is written.
+    expect(helps[names.indexOf("await")]?.stdout).toContain("(default: 60s)");
     const top = ok(await runTeam(["--help"]));
     for (const name of names) expect(top.stdout).toContain(`  ${name} `);
     expect(top.stdout).toContain("Exit codes");
@@ -300,6 +301,8 @@ describe("the team CLI", () => {
     expect(listed[2]).toMatch(
       new RegExp(`^${id}\\s+shutdown\\s+team-lead\\s+alice\\s+rejected\\s`),
     );
+    const none = ok(await runTeam(["requests", "--status", "expired"], t.env("team-lead")));
+    expect(none.stdout).toBe("no requests\n");
     const onlyRejected = json(
       await runTeam(["requests", "--status", "rejected", "--json"], t.env("team-lead")),
     );
@@ -453,7 +456,8 @@ describe("the team CLI", () => {
     );
     const down = await runTeam(["members", "--url", "http://127.0.0.1:1"], t.env("alice"));
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/^team: unavailable: /);
+    expect(down.stderr).toMatch(/^team: unavailable: .*ECONNREFUSED/);
+    expect(down.stderr).toContain("(is the server running? check TEAM_URL or --url)\n");
     const stranger = await runTeam(["members", "--token", "tp_nope"], { TEAM_URL: url });
     expect(stranger.code).toBe(1);
     expect(stranger.stderr).toMatch(/^team: unauthenticated: malformed token/);
