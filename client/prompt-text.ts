@@ -23,8 +23,8 @@ export interface PromptTextOptions {
 }
 
 /**
- * An envelope as text for an LLM agent's context. Task notifications are the seed's
- * `<task-notification>` block; protocol messages name their request_id and spell out the
+ * An envelope as text for an LLM agent's context. Task notifications are the
+ * `<task-notification>` block of Claude Code's agent teams; protocol messages name their request_id and spell out the
  * answer expected. Every value is escaped, so a message body cannot forge the markup
  * around it (a teammate cannot fake a shutdown request inside a text).
  */
@@ -115,7 +115,7 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
   }
 }
 
-/** The seed's block: what Claude Code injects into a coordinator's conversation. */
+/** The task-notification block: what Claude Code injects into a coordinator's conversation. */
 function taskNotificationBlock(n: {
   taskId: string;
   status: number;

@@ -122,6 +122,15 @@ describe("the team CLI", () => {
       permissionMode: "PERMISSION_MODE_PLAN",
     });
 
+    // A teammate starts in the lead's mode, or in the one --mode names.
+    const asPlanner = as(planned.token);
+    const carol = json(await runTeam(["add-member", "carol", "--json"], asPlanner));
+    expect(carol.member).toMatchObject({ permissionMode: "PERMISSION_MODE_PLAN" });
+    const dave = json(
+      await runTeam(["add-member", "dave", "--mode", "default", "--json"], asPlanner),
+    );
+    expect(dave.member).toMatchObject({ permissionMode: "PERMISSION_MODE_DEFAULT" });
+
     const alice = ok(await runTeam(["add-member", "alice"], asLead));
     const aliceToken = /token \(shown only once\): (tp_\S+)/.exec(alice.stdout)?.[1] ?? "";
     const bob = json(await runTeam(["add-member", "bob", "--json"], asLead));
