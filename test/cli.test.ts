@@ -425,7 +425,10 @@ describe("the team CLI", () => {
         "</task-notification>",
       ].join("\n"),
     );
-    expect(prompt).toContain(`team approve ${p1}`);
+    // Every plan in this backlog is settled by now: replayed, none asks for an answer.
+    expect(prompt).toContain(`request_id="${p1}"`);
+    expect(prompt).toContain("This request is no longer pending: it is rejected.");
+    expect(prompt).not.toContain(`team approve ${p1}`);
 
     // The journal keeps what was tried, refusals included.
     const refusals = ok(await runTeam(["attempts", "--outcome", "refused"], t.env("team-lead")))
