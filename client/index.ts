@@ -28,6 +28,7 @@ export {
   type TaskStatusName,
   taskStatusName,
 } from "./names.js";
+export { createPromptReader, type PromptReader } from "./prompt-reader.js";
 export { type PromptTextOptions, toPromptText } from "./prompt-text.js";
 export {
   type AttemptFilter,

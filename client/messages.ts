@@ -5,14 +5,14 @@ import { type TaskStatusName, taskStatusOf } from "./names.js";
 /** A Message as a Send takes it: exactly one case of the oneof. */
 export type MessageInit = MessageInitShape<typeof MessageSchema>;
 
-/** What a worker reports about a task (the seed's task notification). */
+/** What a worker reports about a task (as Claude Code's agent teams report one). */
 export interface TaskReport {
   /** The task's identifier, as the worker knows it. */
   taskId: string;
   status: TaskStatusName;
   /** What the task was; the server's default summary quotes it. */
   description?: string;
-  /** One line for the lead; blank: the server writes the seed's `Agent "…" completed`. */
+  /** One line for the lead; blank: the server writes Claude Code's `Agent "…" completed`. */
   summary?: string;
   /** What the lead should read. */
   result?: string;

@@ -8,7 +8,7 @@ import {
   TaskStatus,
 } from "../gen/team/v1/enums_pb.js";
 
-// The contract's enums as the words agents and people use (the seed's), both ways.
+// The contract's enums as the words agents and people use (Claude Code's agent teams'), both ways.
 
 export type TaskStatusName = "completed" | "failed" | "stopped";
 export type RequestStatusName = "pending" | "approved" | "rejected" | "expired" | "canceled";

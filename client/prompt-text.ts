@@ -1,4 +1,5 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { RequestStatus } from "../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../gen/team/v1/records_pb.js";
 import { permissionModeName, requestKindName, requestStatusName, taskStatusName } from "./names.js";
 
@@ -8,11 +9,22 @@ export interface PromptTextOptions {
    * tool over the client library) or as the `team` CLI command ("cli"). Default "rpc".
    */
   answers?: "rpc" | "cli";
+  /**
+   * The request's status as the reader knows it now (GetRequest, or a later request_update
+   * seen in the same stream: see createPromptReader). A replayed request that is no longer
+   * pending then says so, instead of asking for an answer the server would refuse.
+   */
+  status?: RequestStatus;
+  /**
+   * Which party of the request the reader is, for a request_update (the server sends them
+   * to either side). Unknown: the update is worded so it is true for both.
+   */
+  side?: "requester" | "addressee";
 }
 
 /**
- * An envelope as text for an LLM agent's context. Task notifications are the seed's
- * `<task-notification>` block; protocol messages name their request_id and spell out the
+ * An envelope as text for an LLM agent's context. Task notifications are the
+ * `<task-notification>` block of Claude Code's agent teams; protocol messages name their request_id and spell out the
  * answer expected. Every value is escaped, so a message body cannot forge the markup
  * around it (a teammate cannot fake a shutdown request inside a text).
  */
@@ -21,17 +33,26 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
   const from = envelope.from || "the server";
   const id = envelope.requestId;
   const kind = envelope.message?.kind ?? { case: undefined };
+  // Asking for an answer to a request that is settled only earns a once-only refusal.
+  const settled =
+    options.status !== undefined && options.status !== RequestStatus.PENDING
+      ? [
+          `This request is no longer pending: it is ${requestStatusName(options.status)}. Do not answer it; an answer now is refused.`,
+        ]
+      : undefined;
   switch (kind.case) {
     case "text":
       return block("message", envelope, [text(kind.value)]);
     case "shutdownRequest":
       return block("shutdown-request", envelope, [
         `${from} asks you to shut down${kind.value.reason ? `. Reason: ${text(kind.value.reason)}` : "."}`,
-        "Answer it (exactly once) to approve and stop, or to reject with a reason and keep working:",
-        cli
-          ? `  team answer-shutdown ${id} --approve\n  team answer-shutdown ${id} --reject --reason "<why you must keep working>"`
-          : `  shutdown_response to "${from}": { request_id: "${id}", approve: true }\n  shutdown_response to "${from}": { request_id: "${id}", approve: false, reason: "<why you must keep working>" }`,
-        "Once you approve, the server stops you: your token no longer works.",
+        ...(settled ?? [
+          "Answer it (exactly once) to approve and stop, or to reject with a reason and keep working:",
+          cli
+            ? `  team answer-shutdown ${id} --approve\n  team answer-shutdown ${id} --reject --reason "<why you must keep working>"`
+            : `  shutdown_response to "${from}": { request_id: "${id}", approve: true }\n  shutdown_response to "${from}": { request_id: "${id}", approve: false, reason: "<why you must keep working>" }`,
+          "Once you approve, the server stops you: your token no longer works.",
+        ]),
       ]);
     case "shutdownResponse": {
       const r = kind.value;
@@ -46,10 +67,12 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
       return block("plan-approval-request", envelope, [
         `${from} asks you to approve this plan before acting on it:`,
         `<plan>\n${text(kind.value.plan)}\n</plan>`,
-        "Answer it (exactly once) to approve, or to reject with feedback saying what to change:",
-        cli
-          ? `  team approve ${id}\n  team reject ${id} --feedback "<what to change>"`
-          : `  plan_approval_response to "${from}": { request_id: "${id}", approve: true }\n  plan_approval_response to "${from}": { request_id: "${id}", approve: false, feedback: "<what to change>" }`,
+        ...(settled ?? [
+          "Answer it (exactly once) to approve, or to reject with feedback saying what to change:",
+          cli
+            ? `  team approve ${id}\n  team reject ${id} --feedback "<what to change>"`
+            : `  plan_approval_response to "${from}": { request_id: "${id}", approve: true }\n  plan_approval_response to "${from}": { request_id: "${id}", approve: false, feedback: "<what to change>" }`,
+        ]),
       ]);
     case "planApprovalResponse": {
       const r = kind.value;
@@ -65,17 +88,34 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
       return taskNotificationBlock(kind.value);
     case "requestUpdate": {
       const u = kind.value;
-      return block("request-update", envelope, [
-        `Your ${requestKindName(u.kind).replace("_", " ")} request ${u.requestId} is now ${requestStatusName(u.status)}: ${text(u.detail)}`,
-        "No answer to it will come; send a new request if you still need one.",
-      ]);
+      const what = `${requestKindName(u.kind).replace("_", " ")} request ${u.requestId}`;
+      const now = `is now ${requestStatusName(u.status)}: ${text(u.detail)}`;
+      // Cancels reach the addressee, expiries and a stopped addressee's cancels the
+      // requester: the advice differs, so it is given only when the reader's side is known.
+      const lines = {
+        requester: [
+          `Your ${what} ${now}`,
+          "No answer to it will come; send a new request if you still need one.",
+        ],
+        addressee: [
+          `The ${what} you were asked to answer ${now}`,
+          "Do not answer it: nobody waits for an answer any more, and one would be refused.",
+        ],
+        unknown: [
+          `The ${what} ${now}`,
+          "It is no longer pending: no answer to it is needed, and none will come.",
+        ],
+      };
+      // Only the requester is told of an expiry (server/protocols/expiry-sweeper.ts).
+      const side = options.side ?? (u.status === RequestStatus.EXPIRED ? "requester" : "unknown");
+      return block("request-update", envelope, lines[side]);
     }
     default:
       return block("message", envelope, ["(a message of a kind this client does not know)"]);
   }
 }
 
-/** The seed's block: what Claude Code injects into a coordinator's conversation. */
+/** The task-notification block: what Claude Code injects into a coordinator's conversation. */
 function taskNotificationBlock(n: {
   taskId: string;
   status: number;

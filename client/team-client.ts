@@ -87,7 +87,11 @@ export interface TeamClient {
     team: string,
     options?: { leadName?: string; leadPermissionMode?: PermissionModeName },
   ): Promise<CreateTeamResponse>;
-  addMember(name: string): Promise<AddMemberResponse>;
+  /** `permissionMode`: the mode the teammate starts in; unset: the lead's own. */
+  addMember(
+    name: string,
+    options?: { permissionMode?: PermissionModeName },
+  ): Promise<AddMemberResponse>;
   removeMember(name: string): Promise<Member>;
   members(): Promise<Member[]>;
   /** The lead's name (looked up once). Answers and reports go to the lead. */
@@ -171,7 +175,14 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
         },
         call,
       ),
-    addMember: (name) => rpc.addMember({ name }, call),
+    addMember: (name, o = {}) =>
+      rpc.addMember(
+        {
+          name,
+          ...(o.permissionMode ? { permissionMode: permissionModeOf(o.permissionMode) } : {}),
+        },
+        call,
+      ),
     removeMember: async (name) => required((await rpc.removeMember({ name }, call)).member),
     members: async () => (await rpc.listMembers({}, call)).members,
     leadName() {

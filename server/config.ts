@@ -49,8 +49,13 @@ const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
  * Configuration from flags, then environment variables, then defaults (commander).
  * The admin token is read from the environment only, so it never shows in `ps`.
  */
-export function parseConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): Config {
-  const program = createProgram();
+export function parseConfig(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  /** How --help and errors name the program: `team serve` when run through the CLI. */
+  programName = "team-protocols",
+): Config {
+  const program = createProgram(programName);
   // commander reads process.env for .env(); give it the env we were handed.
   const saved = process.env;
   process.env = env;
@@ -71,8 +76,8 @@ export function configEnvNames(): string[] {
   return [...fromOptions, ADMIN_TOKEN_ENV];
 }
 
-function createProgram(): Command {
-  return new Command("team-protocols")
+function createProgram(name = "team-protocols"): Command {
+  return new Command(name)
     .description("Durable inboxes and server-enforced protocols for teams of AI agents.")
     .addOption(new Option("--host <host>", "address to listen on").env("HOST").default("127.0.0.1"))
     .addOption(

@@ -5,6 +5,7 @@ import { type Config, parseConfig } from "./config.js";
 import { openDatabase } from "./database-from-config.js";
 import { startServer } from "./http/http-server.js";
 import { createLogger, type Logger } from "./logger.js";
+import { assertPortFree } from "./port-check.js";
 
 /**
  * Entry point: config -> database (migrated) -> one-port server. SIGINT/SIGTERM stop it
@@ -15,6 +16,18 @@ export async function run(
   logger: Logger,
 ): Promise<{ url: string; stop: () => Promise<void> }> {
   const started = Date.now();
+  await assertPortFree(config.host, config.port);
+  // The embedded database takes seconds to start: say so, or the terminal looks hung.
+  logger.info(
+    {
+      event: "starting",
+      database: config.databaseUrl ? "postgres" : "embedded",
+      ...(config.databaseUrl ? {} : { dataDir: config.dataDir }),
+    },
+    config.databaseUrl
+      ? "team-protocols starting: connecting to PostgreSQL and migrating"
+      : `team-protocols starting: opening the embedded database in ${config.dataDir} (about 10 s)`,
+  );
   const { db, applied } = await openDatabase(config);
   const app = createApp({
     db,
@@ -87,10 +100,10 @@ async function closeWithin(closing: Promise<void>, ms: number, logger: Logger): 
 }
 
 /** The server process: flags and environment -> run() until SIGINT/SIGTERM. Also `team serve`. */
-export async function main(argv: string[]): Promise<void> {
+export async function main(argv: string[], programName = "team-protocols"): Promise<void> {
   let config: Config;
   try {
-    config = parseConfig(argv);
+    config = parseConfig(argv, process.env, programName);
   } catch (err) {
     // commander has printed its own errors (and --help); anything else is printed here.
     const e = err as { exitCode?: number; code?: string; message?: string };
@@ -113,10 +126,19 @@ export async function main(argv: string[]): Promise<void> {
       });
     }
   } catch (err) {
+    // A mistake in the setup (port taken, data dir in use) is one plain line, not a log
+    // record with a stack: it is for the person who typed the command.
+    if (SETUP_MISTAKES.has((err as { code?: string }).code ?? "")) {
+      process.stderr.write(`${programName}: could not start: ${(err as Error).message}\n`);
+      process.exit(1);
+    }
     logger.fatal({ event: "start_failed", err }, `could not start: ${(err as Error).message}`);
     process.exit(1);
   }
 }
+
+/** Error codes of start-up failures the user fixes by changing the command (see above). */
+const SETUP_MISTAKES = new Set(["PORT_TAKEN", "DATA_DIR_IN_USE"]);
 
 const isEntryPoint =
   process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);

@@ -92,9 +92,10 @@ describe("the team CLI", () => {
     helps.forEach((help, i) => {
       ok(help);
       // serve's help is the server's own: its flags, parsed by server/config.ts.
-      const usage = names[i] === "serve" ? "Usage: team-protocols" : `Usage: team ${names[i]}`;
-      expect(help.stdout).toContain(usage);
+      expect(help.stdout).toContain(`Usage: team ${names[i]} `);
     });
+    // A default is shown the way the flag is written.
+    expect(helps[names.indexOf("await")]?.stdout).toContain("(default: 60s)");
     const top = ok(await runTeam(["--help"]));
     for (const name of names) expect(top.stdout).toContain(`  ${name} `);
     expect(top.stdout).toContain("Exit codes");
@@ -120,6 +121,15 @@ describe("the team CLI", () => {
       name: "team-lead",
       permissionMode: "PERMISSION_MODE_PLAN",
     });
+
+    // A teammate starts in the lead's mode, or in the one --mode names.
+    const asPlanner = as(planned.token);
+    const carol = json(await runTeam(["add-member", "carol", "--json"], asPlanner));
+    expect(carol.member).toMatchObject({ permissionMode: "PERMISSION_MODE_PLAN" });
+    const dave = json(
+      await runTeam(["add-member", "dave", "--mode", "default", "--json"], asPlanner),
+    );
+    expect(dave.member).toMatchObject({ permissionMode: "PERMISSION_MODE_DEFAULT" });
 
     const alice = ok(await runTeam(["add-member", "alice"], asLead));
     const aliceToken = /token \(shown only once\): (tp_\S+)/.exec(alice.stdout)?.[1] ?? "";
@@ -300,6 +310,8 @@ describe("the team CLI", () => {
     expect(listed[2]).toMatch(
       new RegExp(`^${id}\\s+shutdown\\s+team-lead\\s+alice\\s+rejected\\s`),
     );
+    const none = ok(await runTeam(["requests", "--status", "expired"], t.env("team-lead")));
+    expect(none.stdout).toBe("no requests\n");
     const onlyRejected = json(
       await runTeam(["requests", "--status", "rejected", "--json"], t.env("team-lead")),
     );
@@ -413,7 +425,10 @@ describe("the team CLI", () => {
         "</task-notification>",
       ].join("\n"),
     );
-    expect(prompt).toContain(`team approve ${p1}`);
+    // Every plan in this backlog is settled by now: replayed, none asks for an answer.
+    expect(prompt).toContain(`request_id="${p1}"`);
+    expect(prompt).toContain("This request is no longer pending: it is rejected.");
+    expect(prompt).not.toContain(`team approve ${p1}`);
 
     // The journal keeps what was tried, refusals included.
     const refusals = ok(await runTeam(["attempts", "--outcome", "refused"], t.env("team-lead")))
@@ -453,7 +468,8 @@ describe("the team CLI", () => {
     );
     const down = await runTeam(["members", "--url", "http://127.0.0.1:1"], t.env("alice"));
     expect(down.code).toBe(1);
-    expect(down.stderr).toMatch(/^team: unavailable: /);
+    expect(down.stderr).toMatch(/^team: unavailable: .*ECONNREFUSED/);
+    expect(down.stderr).toContain("(is the server running? check TEAM_URL or --url)\n");
     const stranger = await runTeam(["members", "--token", "tp_nope"], { TEAM_URL: url });
     expect(stranger.code).toBe(1);
     expect(stranger.stderr).toMatch(/^team: unauthenticated: malformed token/);

@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { describeEnvelope, toPromptText } from "../client/index.js";
+import { createPromptReader, describeEnvelope, toPromptText } from "../client/index.js";
 import { PermissionMode, RequestKind, RequestStatus, TaskStatus } from "../gen/team/v1/enums_pb.js";
 import type { MessageSchema } from "../gen/team/v1/message_pb.js";
 import { EnvelopeSchema } from "../gen/team/v1/records_pb.js";
@@ -148,6 +148,84 @@ describe("toPromptText", () => {
     expect(toPromptText(expired)).toContain(
       `Your shutdown request ${ID} is now expired: alice did not answer in time`,
     );
+  });
+
+  it("a canceled request's update to the addressee gives the addressee's advice, not the requester's", () => {
+    const asked = envelope(
+      { kind: { case: "shutdownRequest", value: { reason: "done" } } },
+      { requestId: ID, seq: 1n },
+    );
+    const canceled = envelope(
+      {
+        kind: {
+          case: "requestUpdate",
+          value: {
+            requestId: ID,
+            kind: RequestKind.SHUTDOWN,
+            status: RequestStatus.CANCELED,
+            detail: `"team-lead" canceled request ${ID}; no answer is needed`,
+          },
+        },
+      },
+      { from: "", requestId: ID, seq: 2n },
+    );
+    // Alone, the update does not say whose side the reader is on: true for both.
+    const alone = toPromptText(canceled);
+    expect(alone).not.toContain("Your shutdown request");
+    expect(alone).not.toContain("send a new request");
+    expect(alone).toContain(`The shutdown request ${ID} is now canceled`);
+    // A reader that received the request is its addressee.
+    const reader = createPromptReader({ answers: "cli" });
+    reader.observe(asked);
+    const text = reader.render(canceled);
+    expect(text).toContain(`The shutdown request ${ID} you were asked to answer is now canceled`);
+    expect(text).toContain("Do not answer it");
+    expect(text).not.toContain("send a new request");
+    // And told as the requester when that is who reads it.
+    expect(toPromptText(canceled, { side: "requester" })).toContain(
+      "send a new request if you still need one",
+    );
+  });
+
+  it("a replayed request that is no longer pending says so instead of asking for an answer", () => {
+    const asked = envelope(
+      { kind: { case: "planApprovalRequest", value: { plan: "1. refactor" } } },
+      { from: "alice", to: "team-lead", requestId: ID, seq: 1n },
+    );
+    const canceled = envelope(
+      {
+        kind: {
+          case: "requestUpdate",
+          value: {
+            requestId: ID,
+            kind: RequestKind.PLAN_APPROVAL,
+            status: RequestStatus.CANCELED,
+            detail: "alice withdrew it",
+          },
+        },
+      },
+      { from: "", to: "team-lead", requestId: ID, seq: 2n },
+    );
+    expect(toPromptText(asked)).toContain("Answer it (exactly once)");
+    // A backlog read as a batch: the whole batch is observed before it is rendered.
+    const reader = createPromptReader();
+    reader.observe(asked);
+    reader.observe(canceled);
+    const replayed = reader.render(asked);
+    expect(replayed).toContain(
+      "This request is no longer pending: it is canceled. Do not answer it; an answer now is refused.",
+    );
+    expect(replayed).not.toContain("Answer it");
+    expect(replayed).toContain("<plan>\n1. refactor\n</plan>");
+    // Answered by this reader (its answer went elsewhere): known from GetRequest.
+    const other = createPromptReader({ answers: "cli" });
+    other.known(ID, RequestStatus.APPROVED);
+    expect(other.render(asked)).toContain("no longer pending: it is approved");
+    expect(other.render(asked)).not.toContain("team approve");
+    // Still pending: the answers as before.
+    const pending = createPromptReader({ answers: "cli" });
+    pending.known(ID, RequestStatus.PENDING);
+    expect(pending.render(asked)).toContain(`team approve ${ID}`);
   });
 
   it("a message cannot forge markup: what a member wrote is escaped", () => {

@@ -346,7 +346,10 @@ function unexplainedChanges(
           s.request.message.kind.value.approve &&
           after.requests.get(s.request.message.kind.value.requestId)?.from === n,
       );
-      if (!approvedPlanOf) out.push(`member ${n}: permission mode changed without an approval`);
+      // Re-adding a stopped member sets its mode again (AddMember's permission_mode).
+      if (!approvedPlanOf && !added.has(n)) {
+        out.push(`member ${n}: permission mode changed without an approval or AddMember`);
+      }
     }
   }
 

@@ -98,11 +98,14 @@ describeEachDatabase("grouped inbox reads (live subscriptions woken together)", 
   it("one broadcast reaches 80 live subscribers of one team (more than one grouped read), each once", async () => {
     const names = Array.from({ length: 80 }, (_, i) => `s${i}`);
     const t = await env().team(...names);
-    const abort = new AbortController();
+    // One controller per stream: connect links each call to the signal it is given until
+    // the call ends, so 80 streams on one signal put 80 listeners on it (Node warns past 10).
+    const aborts = names.map(() => new AbortController());
     const got = new Map<string, string[]>(names.map((n) => [n, []]));
-    const streams = names.map(async (n) => {
+    const streams = names.map(async (n, i) => {
       try {
-        for await (const r of t.member(n).client.subscribe({}, { signal: abort.signal })) {
+        const signal = aborts[i]?.signal;
+        for await (const r of t.member(n).client.subscribe({}, { signal })) {
           if (r.event.case === "envelope")
             got.get(n)?.push(String(r.event.value.message?.kind.value));
         }
@@ -116,7 +119,7 @@ describeEachDatabase("grouped inbox reads (live subscriptions woken together)", 
       await new Promise((r) => setTimeout(r, 20));
     }
     await new Promise((r) => setTimeout(r, 100)); // a duplicate would show up here
-    abort.abort();
+    for (const abort of aborts) abort.abort();
     await Promise.all(streams);
     for (const n of names) expect(got.get(n), n).toEqual(["all hands", "again"]);
   });

@@ -109,7 +109,9 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
         leadPermissionMode: PermissionMode.PLAN,
       });
     const lead = env().client(created.token);
+    // Added without a mode: it starts in the lead's own, so it plans before acting.
     const added = await lead.addMember({ name: "coder" });
+    expect(added.member?.permissionMode).toBe(PermissionMode.PLAN);
     const coder = env().client(added.token);
 
     const first = await coder.send({ to: "team-lead", message: planRequest("rm -rf src/") });
@@ -174,7 +176,13 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
         leadPermissionMode: PermissionMode.ACCEPT_EDITS,
       });
     const lead = env().client(created.token);
-    const coder = env().client((await lead.addMember({ name: "coder" })).token);
+    // Added in plan mode by choice; approval hands over the lead's mode.
+    const added = await lead.addMember({ name: "coder", permissionMode: PermissionMode.PLAN });
+    expect(added.member?.permissionMode).toBe(PermissionMode.PLAN);
+    const coder = env().client(added.token);
+    const modeOf = async (name: string) =>
+      (await lead.listMembers({})).members.find((m) => m.name === name)?.permissionMode;
+    expect(await modeOf("coder")).toBe(PermissionMode.PLAN);
     const a = await coder.send({ to: "team-lead", message: planRequest("plan a") });
     await lead.send({ to: "coder", message: planResponse(a.requestId, false, "   ") });
     const b = await coder.send({ to: "team-lead", message: planRequest("plan b") });
@@ -185,6 +193,28 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
       approve: true,
       permissionMode: PermissionMode.ACCEPT_EDITS,
     });
+    expect(await modeOf("coder")).toBe(PermissionMode.ACCEPT_EDITS);
+  });
+
+  it("AddMember: the mode it is given, else the lead's; an unknown mode is refused naming the field; re-adding sets it again", async () => {
+    const created = await env()
+      .client()
+      .createTeam({ team: uniqueName("modes"), leadPermissionMode: PermissionMode.ACCEPT_EDITS });
+    const lead = env().client(created.token);
+    expect((await lead.addMember({ name: "a" })).member?.permissionMode).toBe(
+      PermissionMode.ACCEPT_EDITS,
+    );
+    const planner = await lead.addMember({ name: "b", permissionMode: PermissionMode.PLAN });
+    expect(planner.member?.permissionMode).toBe(PermissionMode.PLAN);
+    const unknown = await lead
+      .addMember({ name: "c", permissionMode: 99 as PermissionMode })
+      .then(() => undefined, ConnectError.from);
+    expect(unknown?.code).toBe(Code.InvalidArgument);
+    expect(unknown?.rawMessage).toContain("permission_mode");
+    expect((await lead.listMembers({})).members.map((m) => m.name)).not.toContain("c");
+    await lead.removeMember({ name: "b" });
+    const back = await lead.addMember({ name: "b", permissionMode: PermissionMode.DEFAULT });
+    expect(back.member?.permissionMode).toBe(PermissionMode.DEFAULT);
   });
 
   it("task notifications reach the lead with the seed's summary when none is given", async () => {

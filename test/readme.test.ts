@@ -26,8 +26,8 @@ import {
 
 /**
  * The README's samples, read from README.md and run as written against a real server that
- * this file starts (a fresh database per sample, since every sample names its team "demo"),
- * on each database kind. What is replaced, and only that: the README's address
+ * this file starts, on each database kind: the shell and TypeScript samples one after another
+ * on one server, as a reader would. What is replaced, and only that: the README's address
  * 127.0.0.1:8080 by the test server's; `tp_...` by the token the sample says it stands for;
  * example request ids (`req_sCel...`) by the ids the server returned; the TypeScript
  * sample's import specifier "./client/..." by the repo's path to it.
@@ -118,6 +118,33 @@ async function runShellSample(code: string, fenceLine: number, env: TestEnv): Pr
   return commands;
 }
 
+/** Runs the TypeScript sample with tsx; checks it prints what its comments say. */
+async function runTypeScriptSample(code: string, env: TestEnv): Promise<void> {
+  const clientDir = join(repoRoot, "client");
+  const source = code.replaceAll('"./client/', `"${clientDir}/`);
+  expect(source, "the sample imports ./client/").not.toBe(code);
+  // What the sample says it prints: a prompt block, then the request's final status.
+  const tag = /toPromptText\(envelope\)\);\s*\/\/.*?<([a-z-]+)/.exec(source)?.[1];
+  const status = /\/\/ ([a-z_]+)\b[^\n]*$/.exec(source.trimEnd())?.[1];
+  expect(tag, "the sample names the prompt block it prints").toBeDefined();
+  expect(status, "the sample names the status it prints last").toBeDefined();
+  const dir = await mkdtemp(join(os.tmpdir(), "tp-readme-ts-"));
+  try {
+    // .mts: an ES module wherever it lies, so top-level await works.
+    await writeFile(join(dir, "sample.mts"), withAddress(source, env));
+    const result = await runBash(`npx tsx ${join(dir, "sample.mts")}`, {
+      cwd: repoRoot,
+      timeoutMs: 60_000,
+    });
+    const context = `exit ${result.code}\n${result.stdout}\n${result.stderr}`;
+    expect(result.code, context).toBe(0);
+    expect(result.stdout, context).toContain(`<${tag}`);
+    expect(result.stdout.trimEnd().split("\n").at(-1), context).toBe(status);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe("README.md has the samples this file runs", () => {
   it("finds each of them", () => {
     expect(blocksUnder(blocks, "A 30-second tour", "sh")).toHaveLength(1);
@@ -129,51 +156,20 @@ describe("README.md has the samples this file runs", () => {
 
 for (const { kind, skip } of databaseKinds()) {
   describe.skipIf(skip)(`README samples against a real server [${kind}]`, () => {
-    it("the 30-second tour with buf curl", async () => {
+    // In README order on one server, as a reader runs them one after another: a sample that
+    // reused another's team name would fail here with already_exists.
+    it("the tour, both flows and the TypeScript handshake, in README order on one server", async () => {
       const tour = blockUnder(blocks, "A 30-second tour", "sh");
+      const flows = blockUnder(blocks, "Both flows with `buf curl`", "sh");
+      const sample = blockUnder(blocks, "Client library", "ts");
+      expect(tour.line).toBeLessThan(flows.line);
+      expect(flows.line).toBeLessThan(sample.line);
       await withServer(kind, async (env) => {
         expect(await runShellSample(tour.code, tour.line, env)).toBeGreaterThanOrEqual(6);
-      });
-    }, 180_000);
-
-    it("both protocol flows with buf curl", async () => {
-      const flows = blockUnder(blocks, "Both flows with `buf curl`", "sh");
-      await withServer(kind, async (env) => {
         expect(await runShellSample(flows.code, flows.line, env)).toBeGreaterThanOrEqual(12);
+        await runTypeScriptSample(sample.code, env);
       });
-    }, 300_000);
-
-    it("the TypeScript client's shutdown handshake in 15 lines", async () => {
-      const sample = blockUnder(blocks, "Client library", "ts");
-      const clientDir = join(repoRoot, "client");
-      const source = sample.code.replaceAll('"./client/', `"${clientDir}/`);
-      expect(source, "the sample imports ./client/").not.toBe(sample.code);
-      // What the sample says it prints: a prompt block, then the request's final status.
-      const tag = /toPromptText\(envelope\)\);\s*\/\/.*?<([a-z-]+)/.exec(source)?.[1];
-      const status = /\/\/ RequestStatus\.([A-Z_]+)\s*$/.exec(source.trimEnd())?.[1];
-      expect(tag, "the sample names the prompt block it prints").toBeDefined();
-      expect(status, "the sample names the status it prints last").toBeDefined();
-      const dir = await mkdtemp(join(os.tmpdir(), "tp-readme-ts-"));
-      try {
-        await withServer(kind, async (env) => {
-          // .mts: an ES module wherever it lies, so top-level await works.
-          await writeFile(join(dir, "sample.mts"), withAddress(source, env));
-          const result = await runBash(`npx tsx ${join(dir, "sample.mts")}`, {
-            cwd: repoRoot,
-            timeoutMs: 60_000,
-          });
-          const context = `exit ${result.code}\n${result.stdout}\n${result.stderr}`;
-          expect(result.code, context).toBe(0);
-          expect(result.stdout, context).toContain(`<${tag}`);
-          const last = result.stdout.trimEnd().split("\n").at(-1);
-          expect(last, context).toBe(
-            String(RequestStatus[status as keyof typeof RequestStatus] as number),
-          );
-        });
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    }, 120_000);
+    }, 480_000);
   });
 }
 

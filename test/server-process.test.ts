@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import net from "node:net";
 import {
   type Client,
   Code,
@@ -180,8 +181,13 @@ describe("the server as a process", () => {
     expect(exit.code, second.output()).not.toBe(0);
     expect(exit.code).not.toBeNull();
     expect(second.events("start")).toEqual([]);
-    expect(second.output()).toMatch(/data directory .* is in use/);
-    expect(second.events("start_failed")).toHaveLength(1);
+    // One plain line for the person who typed the command: no JSON record, no stack.
+    expect(second.output()).toMatch(
+      /^team-protocols: could not start: data directory .* is in use .*; stop it or set DATA_DIR to another folder$/m,
+    );
+    expect(second.output()).not.toMatch(/^\s+at /m);
+    expect(second.events("start_failed")).toEqual([]);
+    expect(exit.code).toBe(1);
 
     // The first still answers, reading and writing, and still owns its data dir.
     const lead = client(first.url, created.token);
@@ -436,6 +442,36 @@ describe("the server as a process", () => {
     expect((await client(server.url, created.token).listMembers({})).members).toHaveLength(1);
     expect(server.output()).not.toContain("secret");
     expectCleanStop(server, await stopServer(server));
+  }, 60_000);
+
+  it("says what it is doing while the database starts, then where it listens", async () => {
+    const dataDir = await tempDataDir();
+    const server = await startServer({ DATA_DIR: dataDir });
+    const [starting] = server.events("starting");
+    expect(starting).toMatchObject({ database: "embedded", dataDir });
+    expect(starting?.msg).toContain(`opening the embedded database in ${dataDir}`);
+    const logs = server.logs();
+    expect(logs.indexOf(starting as never)).toBeLessThan(
+      logs.findIndex((l) => l.event === "start"),
+    );
+    expect(server.events("start")[0]?.msg).toBe(`team-protocols listening on ${server.url}`);
+    expectCleanStop(server, await stopServer(server));
+  }, 60_000);
+
+  it("a taken port is refused before the database is opened, in one plain line", async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", () => resolve()));
+    afterThisTest(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+    const { port } = taken.address() as net.AddressInfo;
+    const dataDir = await tempDataDir();
+    const server = spawnServer({ PORT: String(port), DATA_DIR: dataDir });
+    const exit = await exitOf(server, START_TIMEOUT_MS);
+    expect(exit.code, server.output()).toBe(1);
+    expect(server.output()).toMatch(
+      new RegExp(`^team-protocols: could not start: port ${port} on 127.0.0.1 is taken`, "m"),
+    );
+    expect(server.events("starting")).toEqual([]);
+    expect(existsSync(dataDir)).toBe(false);
   }, 60_000);
 
   it("an invalid PORT exits non-zero without starting", async () => {

@@ -81,8 +81,13 @@ function reportFailure(err: unknown, json: boolean): void {
   }
   const line = e.violation
     ? `refused by rule ${e.violation.rule} (${e.codeName}): ${e.violation.sentence}`
-    : `${e.codeName}: ${e.rawMessage}`;
+    : `${e.codeName}: ${e.rawMessage}${hintFor(e.rawMessage)}`;
   process.stderr.write(`team: ${line}\n`);
+}
+
+/** Nothing listens where TEAM_URL points: the usual first mistake, so name the likely cause. */
+function hintFor(message: string): string {
+  return /ECONNREFUSED/.test(message) ? " (is the server running? check TEAM_URL or --url)" : "";
 }
 
 const isEntryPoint =

@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { PermissionMode } from "../../gen/team/v1/enums_pb.js";
 import {
   AddMemberResponseSchema,
   CreateTeamResponseSchema,
@@ -56,8 +57,16 @@ export function membershipHandlers(deps: {
     async addMember(req, ctx) {
       const caller = requireCaller(ctx.values);
       requireLead(caller, "add members");
+      // Unset: the lead's own mode, so a teammate of a `plan` team starts by planning.
+      const mode =
+        req.permissionMode === PermissionMode.UNSPECIFIED
+          ? caller.lead.permissionMode
+          : permissionModeFromProto(req.permissionMode);
+      if (mode === undefined) {
+        throw new DomainError("invalid-argument", "permission_mode is not a known mode");
+      }
       const token = generateToken();
-      const member = await addMember(db, caller.teamId, req.name, hashToken(token));
+      const member = await addMember(db, caller.teamId, req.name, hashToken(token), mode);
       return create(AddMemberResponseSchema, { token, member: toMember(member) });
     },
 

@@ -12,7 +12,7 @@ import type { SendPlan } from "./protocol.js";
  *
  * - Who: any member, to the lead (task-to-lead), never "*" (no-broadcast).
  * - What: task id, status (completed / failed / stopped: required), description, result,
- *   error, usage. A blank summary is written by the server, as the seed does:
+ *   error, usage. A blank summary is written by the server, as Claude Code's agent teams do:
  *   `Agent "<description>" completed`, `Agent "<description>" failed: <error>` (or
  *   "Unknown error"), `Agent "<description>" was stopped`.
  */

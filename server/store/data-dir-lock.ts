@@ -25,10 +25,14 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
     return await take();
   } catch (err) {
     if ((err as { code?: string }).code !== "ELOCKED" || (await holderAlive(ownerFile))) {
-      throw new Error(
-        `data directory ${dataDir} is in use by another team-protocols process ` +
-          `(lock ${lockDir}); stop it or set DATA_DIR to another folder`,
-        { cause: err },
+      // The code marks a mistake in the setup: main prints it as one plain line.
+      throw Object.assign(
+        new Error(
+          `data directory ${dataDir} is in use by another team-protocols process ` +
+            `(lock ${lockDir}); stop it or set DATA_DIR to another folder`,
+          { cause: err },
+        ),
+        { code: "DATA_DIR_IN_USE" },
       );
     }
     await rm(lockDir, { recursive: true, force: true });

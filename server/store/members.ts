@@ -101,20 +101,22 @@ export async function addMember(
   teamId: number,
   name: string,
   tokenHash: Uint8Array,
+  permissionMode: PermissionMode,
 ): Promise<MemberRow> {
   try {
     return await db.transaction(async (tx) => {
       const [revived] = await tx.query<MemberSqlRow>(
         `WITH m AS (
-           UPDATE members SET status = 'active', token_hash = $3, stopped_at = NULL
+           UPDATE members
+           SET status = 'active', token_hash = $3, stopped_at = NULL, permission_mode = $4
            WHERE team_id = $1 AND name = $2 AND status = 'stopped' AND role = 'teammate'
            RETURNING *
          )
          SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
-        [teamId, name, tokenHash],
+        [teamId, name, tokenHash, permissionMode],
       );
       if (revived) return toMember(revived);
-      return insertMember(tx, teamId, name, "teammate", tokenHash, "default");
+      return insertMember(tx, teamId, name, "teammate", tokenHash, permissionMode);
     });
   } catch (err) {
     if (isUniqueViolation(err)) {

@@ -3,7 +3,7 @@
     PYTHONPATH=<stubs> TEAM_TOKEN=tp_... /usr/bin/python3 test/agents/python_agent.py 127.0.0.1:8080
 
 It joins its team with the token it was given, streams its inbox, submits a plan to the
-lead and waits for the verdict, then approves the lead's shutdown request; the server then
+lead and waits for the verdict, acking what it handled, then approves the lead's shutdown request; the server then
 ends its stream and it exits 0. One JSON line per event on stdout. test/python.test.ts runs
 it; the README shows it.
 """
@@ -27,7 +27,9 @@ def main(target, token):
         members = team.ListMembers(api.ListMembersRequest(), metadata=auth).members
         say("joined", members=[m.name for m in members])
 
-        inbox = team.Subscribe(api.SubscribeRequest(after_seq=0), metadata=auth)
+        # after_seq unset: resume after the ack cursor, so a restarted agent does not handle
+        # again what it acked before (after_seq=0 would replay the whole inbox).
+        inbox = team.Subscribe(api.SubscribeRequest(), metadata=auth)
         plan = team.Send(
             api.SendRequest(to="team-lead", message={"plan_approval_request": {"plan": "1. read 2. fix"}}),
             metadata=auth,
@@ -49,6 +51,8 @@ def main(target, token):
                 answer = {"shutdown_response": {"request_id": envelope.request_id, "approve": True}}
                 team.Send(api.SendRequest(to=getattr(envelope, "from"), message=answer), metadata=auth)
                 say("shutdown_approved", request_id=envelope.request_id)
+                continue  # our token is revoked now: nothing to ack with
+            team.Ack(api.AckRequest(seq=envelope.seq), metadata=auth)  # handled
         say("stream_ended")
         return 0
 

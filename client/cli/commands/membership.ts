@@ -59,9 +59,15 @@ export function membershipCommands(program: Command): void {
     program
       .command("add-member")
       .description("lead: add a teammate; prints its token (shown only once)")
-      .argument("<name>", "the teammate's name"),
-  ).action(async (name: string, o: ConnectionOptions) => {
-    const added = await clientFor(o).addMember(name);
+      .argument("<name>", "the teammate's name")
+      .addOption(
+        new Option(
+          "--mode <mode>",
+          "the permission mode it starts in (plan: it plans and asks before acting; default: yours)",
+        ).choices(permissionModeNames),
+      ),
+  ).action(async (name: string, o: ConnectionOptions & { mode?: PermissionModeName }) => {
+    const added = await clientFor(o).addMember(name, o.mode ? { permissionMode: o.mode } : {});
     print(
       o,
       () => `added "${name}"\ntoken (shown only once): ${added.token}`,

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type { Envelope } from "../../../gen/team/v1/records_pb.js";
 import { EnvelopeSchema } from "../../../gen/team/v1/records_pb.js";
 import {
   ReadInboxResponseSchema,
@@ -6,7 +7,8 @@ import {
   SendResponseSchema,
 } from "../../../gen/team/v1/team_service_pb.js";
 import { describeEnvelope } from "../../describe.js";
-import { toPromptText } from "../../prompt-text.js";
+import { createPromptReader, type PromptReader } from "../../prompt-reader.js";
+import type { TeamClient } from "../../team-client.js";
 import {
   asJson,
   type ConnectionOptions,
@@ -80,11 +82,18 @@ export function messagingCommands(program: Command): void {
       ...(o.limit !== undefined ? { limit: o.limit } : {}),
       ack: o.ack,
     });
+    // The whole batch is seen before any of it is rendered, so a request settled later in
+    // it (or before, by this reader's own answer: looked up) is not offered for an answer.
+    const reader = createPromptReader({ answers: "cli" });
+    if (o.prompt && !o.json) {
+      for (const e of read.envelopes) reader.observe(e);
+      for (const e of read.envelopes) await lookUpRequest(client, reader, e);
+    }
     print(
       o,
       () => {
         const shown = read.envelopes.map((e) =>
-          o.prompt ? toPromptText(e, { answers: "cli" }) : describeEnvelope(e),
+          o.prompt ? reader.render(e) : describeEnvelope(e),
         );
         const footer = `(${read.envelopes.length} message${read.envelopes.length === 1 ? "" : "s"}; acked through seq ${read.ackedSeq}; last seq ${read.lastSeq})`;
         return [...shown, footer].join(o.prompt ? "\n\n" : "\n");
@@ -100,7 +109,9 @@ async function follow(o: InboxFlags): Promise<void> {
   const onSignal = () => stop.abort();
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
-  const inbox = clientFor(o).inbox({
+  const client = clientFor(o);
+  const reader = createPromptReader({ answers: "cli" });
+  const inbox = client.inbox({
     ...(o.after !== undefined ? { afterSeq: o.after } : {}),
     // Acked right after printing (below): there is no next turn of the loop after the last.
     autoAck: false,
@@ -115,8 +126,11 @@ async function follow(o: InboxFlags): Promise<void> {
   try {
     for await (const envelope of inbox) {
       if (o.json) process.stdout.write(`${JSON.stringify(asJson(EnvelopeSchema, envelope))}\n`);
-      else if (o.prompt) process.stdout.write(`${toPromptText(envelope, { answers: "cli" })}\n\n`);
-      else process.stdout.write(`${describeEnvelope(envelope)}\n`);
+      else if (o.prompt) {
+        // A replayed backlog may hold requests answered or canceled since: ask first.
+        await lookUpRequest(client, reader, envelope);
+        process.stdout.write(`${reader.render(envelope)}\n\n`);
+      } else process.stdout.write(`${describeEnvelope(envelope)}\n`);
       seen++;
       if (o.ack) inbox.ack(envelope);
       if (o.count !== undefined && seen >= o.count) break;
@@ -134,4 +148,16 @@ export function describeSend(sent: SendResponse): string {
   const where = sent.deliveries.map((d) => `${d.to} (seq ${d.seq})`).join(", ") || "nobody";
   const request = sent.requestId ? `; request ${sent.requestId}` : "";
   return `${sent.replayed ? "already sent (retry)" : "sent"} to ${where}${request}`;
+}
+
+/**
+ * A request addressed to the reader may have been answered by the reader itself (its answer
+ * went to the requester's inbox, not this one): GetRequest tells. A failed look-up leaves
+ * the request rendered as pending, which is what the envelope alone says.
+ */
+async function lookUpRequest(client: TeamClient, reader: PromptReader, e: Envelope) {
+  const kind = e.message?.kind.case;
+  if (!e.requestId || (kind !== "shutdownRequest" && kind !== "planApprovalRequest")) return;
+  const record = await client.getRequest(e.requestId).catch(() => undefined);
+  if (record) reader.known(e.requestId, record.status);
 }

@@ -132,7 +132,10 @@ export function protocolCommands(program: Command): void {
           .makeOptionMandatory(),
       )
       .option("--description <text>", 'what the task was (the default summary: Agent "<it>" …)')
-      .option("--summary <text>", "one line for the lead (default: the seed's summary)")
+      .option(
+        "--summary <text>",
+        `one line for the lead (default: Agent "<description>" completed, failed: <error>, or was stopped)`,
+      )
       .option("--result <text>", "what the lead should read")
       .option("--error <text>", "what went wrong (failed tasks)")
       .option("--tokens <n>", "usage: tokens used", wholeNumber)

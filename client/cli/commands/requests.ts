@@ -54,17 +54,20 @@ export function requestCommands(program: Command): void {
     print(
       o,
       () =>
-        table(
-          ["REQUEST", "KIND", "FROM", "TO", "STATUS", "CREATED"],
-          page.requests.map((r) => [
-            r.requestId,
-            requestKindName(r.kind),
-            r.from,
-            r.to,
-            requestStatusName(r.status),
-            instant(r.createdAt),
-          ]),
-        ) + (page.nextPageToken ? `\n(more: --page-token ${page.nextPageToken})` : ""),
+        // An empty table is a bare header, which reads like a failure: say it.
+        page.requests.length === 0
+          ? "no requests"
+          : table(
+              ["REQUEST", "KIND", "FROM", "TO", "STATUS", "CREATED"],
+              page.requests.map((r) => [
+                r.requestId,
+                requestKindName(r.kind),
+                r.from,
+                r.to,
+                requestStatusName(r.status),
+                instant(r.createdAt),
+              ]),
+            ) + (page.nextPageToken ? `\n(more: --page-token ${page.nextPageToken})` : ""),
       () => asJson(ListRequestsResponseSchema, page),
     );
   });
@@ -91,7 +94,12 @@ export function requestCommands(program: Command): void {
         `wait until a request is answered, expires or is canceled; exit code ${EXIT.stillPending} if it is still pending when --timeout passes`,
       )
       .argument("<request-id>", "the request")
-      .option("--timeout <duration>", "how long to wait, e.g. 30s or 5m", duration, 60_000),
+      .addOption(
+        new Option("--timeout <duration>", "how long to wait, e.g. 30s or 5m")
+          .argParser(duration)
+          // Shown as the user would write it, not as the milliseconds it parses to.
+          .default(60_000, "60s"),
+      ),
   ).action(async (requestId: string, o: ConnectionOptions & { timeout: number }) => {
     const record = await clientFor(o).awaitRequest(requestId, { timeoutMs: o.timeout });
     print(

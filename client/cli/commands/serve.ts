@@ -19,6 +19,6 @@ export function serveCommand(program: Command): void {
     .action(async (flags: string[]) => {
       // Loaded only here: the database drivers are not needed by the client commands.
       const { main } = await import("../../../server/main.js");
-      await main(flags);
+      await main(flags, "team serve");
     });
 }

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/rule_violation.proto.
  */
 export const file_team_v1_rule_violation: GenFile = /*@__PURE__*/
-  fileDesc("Chx0ZWFtL3YxL3J1bGVfdmlvbGF0aW9uLnByb3RvEgd0ZWFtLnYxIkEKDVJ1bGVWaW9sYXRpb24SDAoEcnVsZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgVmaWVsZBgDIAEoCWIGcHJvdG8z");
+  fileDesc("Chx0ZWFtL3YxL3J1bGVfdmlvbGF0aW9uLnByb3RvEgd0ZWFtLnYxIkEKDVJ1bGVWaW9sYXRpb24SDAoEcnVsZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRINCgVmaWVsZBgDIAEoCUIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z");
 
 /**
  * Error detail attached to every refusal by a protocol rule, so an agent in any
