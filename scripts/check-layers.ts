@@ -42,6 +42,7 @@ const rootFiles: Record<string, Room> = {
   "caller.ts": "inbox",
   "config.ts": "app",
   "database-from-config.ts": "app",
+  "port-check.ts": "app",
   "app.ts": "app",
   "main.ts": "main",
 };
