@@ -14,7 +14,7 @@ import {
   shutdownResponse,
   text,
 } from "./support/protocol-helpers.js";
-import { subscribedBeyond } from "./support/subscribed.js";
+import { awaitingBeyond, subscribedBeyond } from "./support/subscribed.js";
 
 type Replica = TestEnv & { close(): Promise<void> };
 
@@ -205,10 +205,11 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
   it("AwaitRequest on one replica returns when the request is answered through another", async () => {
     const t = await spreadTeam(["c0", "c1"]); // c1 on replica 1
     const asked = await t.member("c1").send({ to: "team-lead", message: planRequest("p") });
+    const before = replicas[1]?.app.waiters.size ?? 0;
     const waiting = t
       .member("c1")
       .awaitRequest({ requestId: asked.requestId, timeout: { seconds: 30n } });
-    await new Promise((r) => setTimeout(r, 200));
+    await awaitingBeyond(replicas[1]?.app as Replica["app"], before);
     const leadOn2 = replicas[2]?.client(t.leadToken) as TeamClient;
     await leadOn2.send({ to: "c1", message: planResponse(asked.requestId, true) });
     expect((await waiting).request?.status).toBe(RequestStatus.APPROVED);

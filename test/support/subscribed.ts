@@ -13,3 +13,8 @@ export async function subscribedBeyond(app: App, before: number): Promise<void> 
 export async function subscriptionsAtMost(app: App, count: number): Promise<void> {
   while (app.hub.size > count) await new Promise((r) => setTimeout(r, 5));
 }
+
+/** Resolves once more than `before` AwaitRequest callers wait in `app` (a caller is parked). */
+export async function awaitingBeyond(app: App, before: number): Promise<void> {
+  while (app.waiters.size <= before) await new Promise((r) => setTimeout(r, 5));
+}
