@@ -154,7 +154,7 @@ describeEachDatabase(
       const t = await env().team("alice");
       const alice = t.member("alice").client;
       await alice.listMembers({}); // the token is in the caller cache now (for 10 minutes)
-      const before = env().app.hub.size;
+      const before = env().app.hub.waiting;
       const stream = alice.subscribe({});
       const ended = (async () => {
         try {

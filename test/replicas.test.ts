@@ -81,7 +81,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
   /** follow() on replica `i`, resolved once the stream is registered there. */
   async function followOn(i: number, client: TeamClient) {
     const replica = replicas[i] as Replica;
-    const before = replica.app.hub.size;
+    const before = replica.app.hub.waiting;
     const s = follow(client);
     await subscribedBeyond(replica.app, before);
     return s;
@@ -109,7 +109,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
   it("a message sent through one replica reaches subscribers on the others", async () => {
     const names = ["m0", "m1", "m2", "m3", "m4", "m5"];
     const t = await spreadTeam(names);
-    const before = replicas.map((r) => r.app.hub.size);
+    const before = replicas.map((r) => r.app.hub.waiting);
     const streams = new Map(names.map((n) => [n, follow(t.member(n))]));
     // Two members per replica: every stream registered before the first send, so each
     // envelope crosses to its replica live, through LISTEN/NOTIFY.

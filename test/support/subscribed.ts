@@ -1,12 +1,13 @@
 import type { App } from "../../server/app.js";
 
 /**
- * Resolves once `app` holds more than `before` open subscriptions: a stream counted there
- * is registered with the hub (before its first read), so whatever is sent from then on
- * reaches it live. Tests wait for this event instead of sleeping and hoping.
+ * Resolves once more than `before` subscriptions of `app` are parked waiting for a wake-up
+ * (hub.waiting): such a stream has read its backlog, so a message sent from then on can
+ * only reach it live. Tests wait for this event instead of sleeping and hoping. Pass the
+ * count read before opening the stream.
  */
 export async function subscribedBeyond(app: App, before: number): Promise<void> {
-  while (app.hub.size <= before) await new Promise((r) => setTimeout(r, 5));
+  while (app.hub.waiting <= before) await new Promise((r) => setTimeout(r, 5));
 }
 
 /** Resolves once `app` holds at most `count` open subscriptions (a stream was released). */
