@@ -82,6 +82,8 @@ describe("npm run demo", () => {
     expect(run.output).toContain("<task-notification>");
     expect(run.output).toMatch(/state +alice exited with code 0/);
     expect(run.output).toMatch(/state +bob exited with code 0/);
+    // Both teammates (alice, bob) were started and none is left running.
+    expect(pidsIn(run.output)).toHaveLength(2);
     for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
   }, 120_000);
 
@@ -110,6 +112,8 @@ describe("npm run demo", () => {
     expect(run.output).toContain("timed out after 1500 ms");
     expect(run.output).toContain("demo FAILED");
     expect(run.output).toMatch(/^✗ /m);
+    // Both teammates (alice, bob) were started and none is left running.
+    expect(pidsIn(run.output)).toHaveLength(2);
     for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
   }, 120_000);
 });
