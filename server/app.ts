@@ -34,12 +34,15 @@ import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.
 /** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
 export const READ_MAX_BYTES = 1024 * 1024;
 
+/** How often overdue requests are expired when AppOptions.sweepIntervalMs is unset. */
+export const DEFAULT_SWEEP_INTERVAL_MS = 250;
+
 export interface AppOptions {
   db: Database;
   logger: Logger;
   /** Deadlines of protocol requests (defaults: shutdown 5 min, plan approval 30 min). */
   protocols?: ProtocolConfig;
-  /** How often overdue requests are expired. Default 250 ms. */
+  /** How often overdue requests are expired. Default DEFAULT_SWEEP_INTERVAL_MS (250 ms). */
   sweepIntervalMs?: number;
   /** When set, CreateTeam needs it as a bearer token. */
   adminToken?: string | undefined;
@@ -134,7 +137,7 @@ export function createApp(options: AppOptions): App {
   const sweeper = startExpirySweeper({
     ...deps,
     logger,
-    intervalMs: options.sweepIntervalMs ?? 250,
+    intervalMs: options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS,
   });
   const retention = startRetentionJob({
     db,

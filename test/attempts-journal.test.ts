@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import { AttemptOutcome, TaskStatus } from "../gen/team/v1/enums_pb.js";
 import type { Attempt } from "../gen/team/v1/records_pb.js";
 import type { TeamClient } from "./support/harness.js";
-import { describeEachDatabase } from "./support/harness.js";
+import { describeEachDatabase, raceTitle } from "./support/harness.js";
 import {
   planRequest,
   planResponse,
@@ -55,7 +55,7 @@ const accepted = (member: string, action: string, to: string, requestId = "") =>
   code: "",
 });
 
-describeEachDatabase("the protocol journal (ListAttempts)", (env) => {
+describeEachDatabase("the protocol journal (ListAttempts)", (env, kind) => {
   it("journals every accepted protocol step with its request; text and replays are no attempts", async () => {
     const t = await env().team("alice", "bob");
     const alice = t.member("alice").client;
@@ -180,28 +180,36 @@ describeEachDatabase("the protocol journal (ListAttempts)", (env) => {
     ]);
   });
 
-  it("50 racing answers to one request: one accepted attempt, 49 refused, as the callers were told", async () => {
-    const t = await env().team("alice");
-    const plan = (
-      await t.member("alice").client.send({ to: "team-lead", message: planRequest("p") })
-    ).requestId;
-    const outcomes = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        t.lead.send({ to: "alice", message: planResponse(plan, i % 2 === 0, `answer ${i}`) }).then(
-          () => "won",
-          (e) => ConnectError.from(e).code,
+  it(
+    raceTitle(
+      kind,
+      "50 racing answers to one request: one accepted attempt, 49 refused, as the callers were told",
+    ),
+    async () => {
+      const t = await env().team("alice");
+      const plan = (
+        await t.member("alice").client.send({ to: "team-lead", message: planRequest("p") })
+      ).requestId;
+      const outcomes = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          t.lead
+            .send({ to: "alice", message: planResponse(plan, i % 2 === 0, `answer ${i}`) })
+            .then(
+              () => "won",
+              (e) => ConnectError.from(e).code,
+            ),
         ),
-      ),
-    );
-    expect(outcomes.filter((o) => o === "won")).toHaveLength(1);
-    const answers = (await journal(t.lead, { requestId: plan })).filter(
-      (a) => a.action === "plan_approval_response",
-    );
-    expect(answers.filter((a) => a.outcome === ACCEPTED)).toHaveLength(1);
-    const lost = answers.filter((a) => a.outcome === REFUSED);
-    expect(lost).toHaveLength(49);
-    for (const a of lost) expect([a.rule, a.code]).toEqual(["once-only", "failed_precondition"]);
-  });
+      );
+      expect(outcomes.filter((o) => o === "won")).toHaveLength(1);
+      const answers = (await journal(t.lead, { requestId: plan })).filter(
+        (a) => a.action === "plan_approval_response",
+      );
+      expect(answers.filter((a) => a.outcome === ACCEPTED)).toHaveLength(1);
+      const lost = answers.filter((a) => a.outcome === REFUSED);
+      expect(lost).toHaveLength(49);
+      for (const a of lost) expect([a.rule, a.code]).toEqual(["once-only", "failed_precondition"]);
+    },
+  );
 
   it("the lead sees the team's journal, a teammate its own; filters narrow; pages add up", async () => {
     const t = await env().team("alice", "bob");

@@ -9,6 +9,7 @@ import {
   type TestEnv,
   uniqueName,
 } from "./support/harness.js";
+import { subscribedBeyond } from "./support/subscribed.js";
 
 const text = (t: string) => ({ kind: { case: "text" as const, value: t } });
 
@@ -151,7 +152,10 @@ describeEachDatabase(
 
     it("ends a removed member's open subscription and refuses its next call", async () => {
       const t = await env().team("alice");
-      const stream = t.member("alice").client.subscribe({});
+      const alice = t.member("alice").client;
+      await alice.listMembers({}); // the token is in the caller cache now (for 10 minutes)
+      const before = env().app.hub.waiting;
+      const stream = alice.subscribe({});
       const ended = (async () => {
         try {
           for await (const _ of stream) {
@@ -162,11 +166,14 @@ describeEachDatabase(
           return ConnectError.from(err);
         }
       })();
-      await new Promise((r) => setTimeout(r, 150));
+      await subscribedBeyond(env().app, before);
       await t.lead.removeMember({ name: "alice" });
       const err = await ended;
       expect(err?.code).toBe(Code.Unauthenticated);
       expect(err?.rawMessage).toMatch(/removed by the lead/);
+      // Refused by the revocation emptying the cache, long before the entry would expire.
+      const next = await alice.listMembers({}).catch((e) => ConnectError.from(e));
+      expect((next as ConnectError).code).toBe(Code.Unauthenticated);
     });
 
     it("records when a member was last seen", async () => {
@@ -177,7 +184,8 @@ describeEachDatabase(
       expect(alice?.lastSeenAt).toBeDefined();
     });
   },
-  { heartbeatIntervalMs: 200 },
+  // A long caller-cache TTL: a revoked token refused here was forgotten, not expired.
+  { heartbeatIntervalMs: 200, callerCacheTtlMs: 600_000 },
 );
 
 describe("admin token", () => {

@@ -88,6 +88,9 @@ describe("bench smoke", () => {
         }
 
         const s = report.scenarios;
+        expect(Object.keys(s).sort()).toEqual(
+          ["baseline", "fanout", "latency", "memory", "protocol", "throughput"].sort(),
+        );
         for (const [name, outcome] of Object.entries(s)) {
           expect(outcome.status, `${name}: ${JSON.stringify(outcome)}`).toBe("ok");
         }

@@ -145,9 +145,9 @@ describe("the inbox iterator's recovery", () => {
       },
     ]);
     const inbox = createInbox(server.rpc, { afterSeq: 0, backoff: fast, idleTimeoutMs: 150 });
-    const started = Date.now();
     expect(await take(inbox, 2)).toEqual([1n, 2n]);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    // The second Subscribe (after seq 1) is the idle timeout's doing: the first stream never
+    // ended by itself.
     expect(server.subscribes).toEqual([0n, 1n]);
   });
 

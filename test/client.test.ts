@@ -104,10 +104,8 @@ describeEachDatabase("the client library", (env) => {
     const { lead, mate } = await team(env(), ["carol"]);
     const carol = mate("carol");
     const plan = await carol.submitPlan("p");
-    const started = Date.now();
     const pending = await carol.awaitRequest(plan.requestId, { timeoutMs: 200 });
     expect(pending.status).toBe(RequestStatus.PENDING);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
     expect((await carol.cancelRequest(plan.requestId)).status).toBe(RequestStatus.CANCELED);
 
     await carol.notifyTask({

@@ -52,15 +52,12 @@ describe.skipIf(inject("pgAdminUrl") === "")("database outage [postgres]", () =>
       () => alice.readInbox({}),
       () => t.lead.listMembers({}),
     ]) {
-      const started = Date.now();
       const err = await call().then(
         () => undefined,
         (e) => ConnectError.from(e),
       );
       expect(err?.code).toBe(Code.Unavailable);
       expect(err?.rawMessage).toMatch(/database is unavailable/);
-      // Fails fast: well under the pool's 5 s connection timeout (a refused connection).
-      expect(Date.now() - started).toBeLessThan(5_000);
     }
 
     await proxy.restore();

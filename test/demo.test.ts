@@ -89,6 +89,8 @@ describe("npm run demo", () => {
     );
     expect(run.output).toMatch(/carol +next tool call: refused: unauthenticated: token revoked/);
     expect(run.output).toMatch(/state +carol exited with code 0/);
+    // The three teammates (alice, bob, carol) were started and none is left running.
+    expect(pidsIn(run.output)).toHaveLength(3);
     for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
   }, 120_000);
 
@@ -117,6 +119,8 @@ describe("npm run demo", () => {
     expect(run.output).toContain("timed out after 1500 ms");
     expect(run.output).toContain("demo FAILED");
     expect(run.output).toMatch(/^✗ /m);
+    // Both teammates (alice, bob) were started and none is left running.
+    expect(pidsIn(run.output)).toHaveLength(2);
     for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
   }, 120_000);
 });

@@ -2,6 +2,7 @@ import { expect, it } from "vitest";
 import { readInboxes } from "../server/store/inbox.js";
 import { describeEachDatabase } from "./support/harness.js";
 import { planRequest, text } from "./support/protocol-helpers.js";
+import { subscribedBeyond } from "./support/subscribed.js";
 
 describeEachDatabase("grouped inbox reads (live subscriptions woken together)", (env) => {
   async function memberIds(team: string) {
@@ -101,6 +102,7 @@ describeEachDatabase("grouped inbox reads (live subscriptions woken together)", 
     // One controller per stream: connect links each call to the signal it is given until
     // the call ends, so 80 streams on one signal put 80 listeners on it (Node warns past 10).
     const aborts = names.map(() => new AbortController());
+    const before = env().app.hub.waiting;
     const got = new Map<string, string[]>(names.map((n) => [n, []]));
     const streams = names.map(async (n, i) => {
       try {
@@ -111,16 +113,17 @@ describeEachDatabase("grouped inbox reads (live subscriptions woken together)", 
         }
       } catch {} // aborted
     });
-    await new Promise((r) => setTimeout(r, 500)); // every stream is open and waiting
+    await subscribedBeyond(env().app, before + names.length - 1); // all 80 read up, waiting
     await t.lead.send({ to: "*", message: text("all hands") });
     await t.lead.send({ to: "*", message: text("again") });
-    const deadline = Date.now() + 20_000;
-    while ([...got.values()].some((m) => m.length < 2) && Date.now() < deadline) {
+    // A barrier instead of a wait for duplicates: a stream delivers in seq order from a
+    // cursor that only moves forward, so a repeat of the first two comes before this one.
+    await t.lead.send({ to: "*", message: text("barrier") });
+    while ([...got.values()].some((m) => !m.includes("barrier"))) {
       await new Promise((r) => setTimeout(r, 20));
     }
-    await new Promise((r) => setTimeout(r, 100)); // a duplicate would show up here
     for (const abort of aborts) abort.abort();
     await Promise.all(streams);
-    for (const n of names) expect(got.get(n), n).toEqual(["all hands", "again"]);
+    for (const n of names) expect(got.get(n), n).toEqual(["all hands", "again", "barrier"]);
   });
 });

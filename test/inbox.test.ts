@@ -1,7 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import type { SubscribeResponse } from "../gen/team/v1/team_service_pb.js";
+import { SendRequestSchema, type SubscribeResponse } from "../gen/team/v1/team_service_pb.js";
 import { collect, describeEachDatabase } from "./support/harness.js";
+import { subscribedBeyond } from "./support/subscribed.js";
 import {
   describeEvents,
   envelopesOf,
@@ -53,7 +54,8 @@ describeEachDatabase(
       expect(read.lastSeq).toBe(1n);
     });
 
-    it("takes `from` from the token, whatever the sender claims", async () => {
+    it("takes `from` from the token: SendRequest has no field to claim a sender", async () => {
+      expect(SendRequestSchema.fields.map((f) => f.name)).not.toContain("from");
       const t = await env().team("alice", "bob");
       await t.member("bob").client.send({ to: "alice", message: text("from bob") });
       const read = await t.member("alice").client.readInbox({});
@@ -85,8 +87,9 @@ describeEachDatabase(
       const senders = Array.from({ length: 20 }, (_, i) => `s${i}`);
       const t = await env().team(...senders);
       const abort = new AbortController();
+      const before = env().app.hub.waiting;
       const live = receive(t.lead.subscribe({ afterSeq: 0n }, { signal: abort.signal }), 1000);
-      await new Promise((r) => setTimeout(r, 100));
+      await subscribedBeyond(env().app, before); // every message is sent while it is open
       await Promise.all(
         senders.map(async (name) => {
           for (let i = 0; i < 50; i++) {

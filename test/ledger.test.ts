@@ -58,12 +58,11 @@ const PACE_MS = 30;
 /** Share of reconnects made as a restarted client: a bare Subscribe (after the ack cursor). */
 const FORGET_SHARE = 0.3;
 /**
- * Senders start no new message after this, and give up retrying 15 s later: the whole test
- * must stay well inside its timeout (on a slow machine fewer messages are sent, not fewer
- * checked; the nemesis acts at shares of the plan, so it also acts on a slow machine).
+ * Every planned message is sent, however slow the machine (the nemesis acts at shares of the
+ * plan, so it acts on a slow machine too); a send with an id is retried until acknowledged.
+ * This only bounds a hang, so that it fails with the fault log instead of the test timeout.
  */
-const TRAFFIC_BUDGET_MS = 40_000;
-const RETRY_GRACE_MS = 15_000;
+const TRAFFIC_WATCHDOG_MS = 150_000;
 const CATCH_UP_MS = 20_000;
 
 const unavailable = privatePostgresUnavailable();
@@ -235,7 +234,6 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
       const records: SendRecord[] = [];
       const planned = MEMBERS.length * SENDS_PER_MEMBER;
       let acked = 0;
-      const deadline = Date.now() + TRAFFIC_BUDGET_MS;
 
       const subscribers = MEMBERS.map(
         (name) => new Subscriber(name, tokenOf(name), endpoints, random, tally, FORGET_SHARE),
@@ -258,8 +256,8 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
             paceMs: PACE_MS,
             endpoints,
             random,
-            deadline,
-            retryDeadline: deadline + RETRY_GRACE_MS,
+            deadline: Number.POSITIVE_INFINITY,
+            retryDeadline: Number.POSITIVE_INFINITY,
             records,
             tally,
             onAcked: () => {
@@ -303,7 +301,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
         }
       })();
 
-      await withTimeout("the senders", TRAFFIC_BUDGET_MS + RETRY_GRACE_MS + 10_000, traffic);
+      await withTimeout("the senders", TRAFFIC_WATCHDOG_MS, traffic);
       await withTimeout("the nemesis", 30_000, nemesis);
       await dropper;
       const trafficMs = Date.now() - t0;
@@ -458,7 +456,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
       });
       expect(faults.streamDrops).toBeGreaterThan(10);
       expect(report.withIdAcknowledged).toBe(report.withIdAttempted);
-      expect(report.sendsAttempted).toBeGreaterThan(planned * 0.8);
+      expect(report.sendsAttempted).toBe(planned);
       expect(report.plainAcknowledged).toBeGreaterThan(report.plainAttempted / 2);
       // SQL: no gaps (count = max = head), idempotent retries stored once, rows = deliveries.
       expect(perInbox.map((r) => [r.name, r.n, r.max])).toEqual(
@@ -481,7 +479,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
       clearInterval(memorySampler);
       replicas.halt(); // after a failure: restart nothing; the child-server helpers kill them
     }
-  }, 120_000);
+  }, 240_000);
 });
 
 describe("the server on the embedded database", () => {

@@ -44,6 +44,7 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
       port: 0,
       logger,
     });
+    let err: ConnectError | undefined;
     try {
       const worker = createClient(
         TeamService,
@@ -51,16 +52,15 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
       );
       // Over the 2 MiB stream window: connect-es is still sending when its answer comes,
       // and then never ends the stream.
-      const err = await worker
+      err = await worker
         .send({ to: "team-lead", message: text("o".repeat(3_000_000)) })
         .then(() => undefined, ConnectError.from);
-      expect(err?.code).toBe(Code.ResourceExhausted);
     } finally {
-      const started = Date.now();
       await server.close(5_000);
-      expect(Date.now() - started).toBeLessThan(2_000);
-      expect(events.join("")).not.toMatch(/stop_grace_exceeded/);
     }
+    expect(err?.code).toBe(Code.ResourceExhausted);
+    // The stream was closed, not left open: a stop that had to force it logs this event.
+    expect(events.join("")).not.toMatch(/stop_grace_exceeded/);
   });
 
   it("HTTP/1.1: a large error sent while 900 KB of the body are still on their way arrives whole, and the keep-alive connection is reused", async () => {

@@ -19,6 +19,7 @@ import {
   shutdownResponse,
   text,
 } from "./support/protocol-helpers.js";
+import { subscribedBeyond } from "./support/subscribed.js";
 
 /** Reads a stream to its end; returns what came and how it ended. */
 async function drain(stream: AsyncIterable<SubscribeResponse>) {
@@ -35,8 +36,9 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
   it("shutdown approved: the lead holds the approval, the teammate's stream ends cleanly, its token stops working", async () => {
     const t = await env().team("alice");
     const alice = t.member("alice").client;
+    const before = env().app.hub.waiting;
     const aliceStream = drain(alice.subscribe({}));
-    await new Promise((r) => setTimeout(r, 100));
+    await subscribedBeyond(env().app, before);
 
     const asked = await t.lead.send({ to: "alice", message: shutdownRequest("work is done") });
     expect(asked.requestId).toMatch(/^req_[A-Za-z0-9_-]{22}$/);

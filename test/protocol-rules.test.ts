@@ -2,7 +2,12 @@ import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { MemberStatus, RequestStatus, TaskStatus } from "../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../gen/team/v1/records_pb.js";
-import { describeEachDatabase, type Protocol, type TeamClient } from "./support/harness.js";
+import {
+  describeEachDatabase,
+  type Protocol,
+  raceTitle,
+  type TeamClient,
+} from "./support/harness.js";
 import {
   inbox,
   kindOf,
@@ -33,7 +38,7 @@ async function statusOf(lead: TeamClient, name: string): Promise<MemberStatus | 
  * Every rule of the table: a refusal with its code, rule id (message prefix and detail),
  * nothing stored; next to it, the legitimate case that passes.
  */
-describeEachDatabase("protocol rules", (env) => {
+describeEachDatabase("protocol rules", (env, kind) => {
   /** Asserts the call is refused by `rule` with `code`, and that no inbox changed. */
   async function expectRule(
     t: Awaited<ReturnType<ReturnType<typeof env>["team"]>>,
@@ -436,48 +441,57 @@ describeEachDatabase("protocol rules", (env) => {
     ]);
   });
 
-  it("50 concurrent answers to one request: exactly one wins, the record and the inbox agree, 49 get once-only", async () => {
-    const t = await env().team("alice");
-    const asked = await t
-      .member("alice")
-      .client.send({ to: "team-lead", message: planRequest("race me") });
-    const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        t.lead
-          .send({ to: "alice", message: planResponse(asked.requestId, i % 2 === 0, `answer ${i}`) })
-          .then(
-            () => ({ ok: true as const, i }),
-            async (e) => ({ ok: false as const, i, r: await refused(() => Promise.reject(e)) }),
-          ),
-      ),
-    );
-    const winners = results.filter((r) => r.ok);
-    expect(winners).toHaveLength(1);
-    const losers = results.flatMap((r) => (r.ok ? [] : [r.r]));
-    expect(losers).toHaveLength(49);
-    for (const l of losers) {
-      expect(l.code).toBe(Code.FailedPrecondition);
-      expect(l.detail?.rule).toBe("once-only");
-    }
-    const winner = winners[0]?.i ?? -1;
-    const approved = winner % 2 === 0;
-    const record = (await t.lead.getRequest({ requestId: asked.requestId })).request;
-    expect(record?.status).toBe(approved ? RequestStatus.APPROVED : RequestStatus.REJECTED);
-    expect(record?.response?.kind.value).toMatchObject({
-      approve: approved,
-      feedback: `answer ${winner}`,
-    });
-    const delivered = (await inbox(t.member("alice").client)).filter(
-      (e) => e.requestId === asked.requestId,
-    );
-    expect(delivered).toHaveLength(1);
-    expect(delivered[0]?.message?.kind.value).toMatchObject({
-      approve: approved,
-      feedback: `answer ${winner}`,
-    });
-    for (const l of losers)
-      expect(l.message).toMatch(approved ? /already approved/ : /already rejected/);
-  });
+  it(
+    raceTitle(
+      kind,
+      "50 concurrent answers to one request: exactly one wins, the record and the inbox agree, 49 get once-only",
+    ),
+    async () => {
+      const t = await env().team("alice");
+      const asked = await t
+        .member("alice")
+        .client.send({ to: "team-lead", message: planRequest("race me") });
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) =>
+          t.lead
+            .send({
+              to: "alice",
+              message: planResponse(asked.requestId, i % 2 === 0, `answer ${i}`),
+            })
+            .then(
+              () => ({ ok: true as const, i }),
+              async (e) => ({ ok: false as const, i, r: await refused(() => Promise.reject(e)) }),
+            ),
+        ),
+      );
+      const winners = results.filter((r) => r.ok);
+      expect(winners).toHaveLength(1);
+      const losers = results.flatMap((r) => (r.ok ? [] : [r.r]));
+      expect(losers).toHaveLength(49);
+      for (const l of losers) {
+        expect(l.code).toBe(Code.FailedPrecondition);
+        expect(l.detail?.rule).toBe("once-only");
+      }
+      const winner = winners[0]?.i ?? -1;
+      const approved = winner % 2 === 0;
+      const record = (await t.lead.getRequest({ requestId: asked.requestId })).request;
+      expect(record?.status).toBe(approved ? RequestStatus.APPROVED : RequestStatus.REJECTED);
+      expect(record?.response?.kind.value).toMatchObject({
+        approve: approved,
+        feedback: `answer ${winner}`,
+      });
+      const delivered = (await inbox(t.member("alice").client)).filter(
+        (e) => e.requestId === asked.requestId,
+      );
+      expect(delivered).toHaveLength(1);
+      expect(delivered[0]?.message?.kind.value).toMatchObject({
+        approve: approved,
+        feedback: `answer ${winner}`,
+      });
+      for (const l of losers)
+        expect(l.message).toMatch(approved ? /already approved/ : /already rejected/);
+    },
+  );
 
   it("server-only: a client cannot send a request_update; the server's own reaches the addressee", async () => {
     const t = await env().team("alice");
@@ -520,76 +534,82 @@ describeEachDatabase("protocol rules", (env) => {
    * a stopped member with Unauthenticated before the request is looked at.
    */
   for (const approveFirst of [true, false]) {
-    it(`50 concurrent shutdown answers (${approveFirst ? "approval" : "rejection"} first): one wins; record, member status and the lead's inbox agree`, async () => {
-      const t = await env().team("alice");
-      const asked = await t.lead.send({ to: "alice", message: shutdownRequest("race") });
-      const { token } = t.member("alice");
-      const transports: Protocol[] = ["connect", "grpc", "grpc-web", "connect-h1", "connect"];
-      // One client per transport: each its own connection to the server.
-      const clients = transports.map((p) => env().client(token, p));
-      const approves = (i: number) => (i % 2 === 0) === approveFirst;
-      const results = await Promise.all(
-        Array.from({ length: 50 }, (_, i) =>
-          (clients[i % clients.length] as TeamClient)
-            .send({
-              to: "team-lead",
-              message: shutdownResponse(asked.requestId, approves(i), `answer ${i}`),
-            })
-            .then(
-              () => ({ ok: true as const, i }),
-              async (e) => ({ ok: false as const, i, r: await refused(() => Promise.reject(e)) }),
-            ),
-        ),
-      );
-      const winners = results.filter((r) => r.ok);
-      expect(winners).toHaveLength(1);
-      const winner = winners[0]?.i ?? -1;
-      const approved = approves(winner);
-      const losers = results.flatMap((r) => (r.ok ? [] : [r.r]));
-      expect(losers).toHaveLength(49);
-      for (const l of losers) {
-        if (l.code === Code.Unauthenticated) {
-          // Only a winning approval stops alice.
-          expect(approved, l.message).toBe(true);
-          expect(l.message).toMatch(/token revoked: member "alice".* is stopped/);
-          expect(l.detail).toBeUndefined();
-        } else {
-          expect(l.code, l.message).toBe(Code.FailedPrecondition);
-          expect(l.detail?.rule).toBe("once-only");
-          expect(l.message).toMatch(approved ? /already approved/ : /already rejected/);
+    it(
+      raceTitle(
+        kind,
+        `50 concurrent shutdown answers (${approveFirst ? "approval" : "rejection"} first): one wins; record, member status and the lead's inbox agree`,
+      ),
+      async () => {
+        const t = await env().team("alice");
+        const asked = await t.lead.send({ to: "alice", message: shutdownRequest("race") });
+        const { token } = t.member("alice");
+        const transports: Protocol[] = ["connect", "grpc", "grpc-web", "connect-h1", "connect"];
+        // One client per transport: each its own connection to the server.
+        const clients = transports.map((p) => env().client(token, p));
+        const approves = (i: number) => (i % 2 === 0) === approveFirst;
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            (clients[i % clients.length] as TeamClient)
+              .send({
+                to: "team-lead",
+                message: shutdownResponse(asked.requestId, approves(i), `answer ${i}`),
+              })
+              .then(
+                () => ({ ok: true as const, i }),
+                async (e) => ({ ok: false as const, i, r: await refused(() => Promise.reject(e)) }),
+              ),
+          ),
+        );
+        const winners = results.filter((r) => r.ok);
+        expect(winners).toHaveLength(1);
+        const winner = winners[0]?.i ?? -1;
+        const approved = approves(winner);
+        const losers = results.flatMap((r) => (r.ok ? [] : [r.r]));
+        expect(losers).toHaveLength(49);
+        for (const l of losers) {
+          if (l.code === Code.Unauthenticated) {
+            // Only a winning approval stops alice.
+            expect(approved, l.message).toBe(true);
+            expect(l.message).toMatch(/token revoked: member "alice".* is stopped/);
+            expect(l.detail).toBeUndefined();
+          } else {
+            expect(l.code, l.message).toBe(Code.FailedPrecondition);
+            expect(l.detail?.rule).toBe("once-only");
+            expect(l.message).toMatch(approved ? /already approved/ : /already rejected/);
+          }
         }
-      }
 
-      const record = await requestRecord(t.lead, asked.requestId);
-      expect(record.status).toBe(approved ? RequestStatus.APPROVED : RequestStatus.REJECTED);
-      expect(record.response?.kind).toEqual({
-        case: "shutdownResponse",
-        value: expect.objectContaining({ approve: approved, reason: `answer ${winner}` }),
-      });
-      expect(await statusOf(t.lead, "alice")).toBe(
-        approved ? MemberStatus.STOPPED : MemberStatus.ACTIVE,
-      );
-      const responses = (await inbox(t.lead)).filter(
-        (e) => kindOf(e.message) === "shutdownResponse",
-      );
-      expect(responses.map((e) => [e.from, e.requestId, e.message?.kind.value])).toEqual([
-        [
-          "alice",
-          asked.requestId,
-          expect.objectContaining({ approve: approved, reason: `answer ${winner}` }),
-        ],
-      ]);
-      // The token works afterwards iff the teammate is still working.
-      const after = clients[0] as TeamClient;
-      if (approved) {
-        expect(
-          (await refused(() => after.send({ to: "team-lead", message: text("hi") }))).code,
-        ).toBe(Code.Unauthenticated);
-      } else {
-        await after.send({ to: "team-lead", message: text("still here") });
-        expect((await inbox(t.lead)).map((e) => kindOf(e.message))).toContain("text");
-      }
-    });
+        const record = await requestRecord(t.lead, asked.requestId);
+        expect(record.status).toBe(approved ? RequestStatus.APPROVED : RequestStatus.REJECTED);
+        expect(record.response?.kind).toEqual({
+          case: "shutdownResponse",
+          value: expect.objectContaining({ approve: approved, reason: `answer ${winner}` }),
+        });
+        expect(await statusOf(t.lead, "alice")).toBe(
+          approved ? MemberStatus.STOPPED : MemberStatus.ACTIVE,
+        );
+        const responses = (await inbox(t.lead)).filter(
+          (e) => kindOf(e.message) === "shutdownResponse",
+        );
+        expect(responses.map((e) => [e.from, e.requestId, e.message?.kind.value])).toEqual([
+          [
+            "alice",
+            asked.requestId,
+            expect.objectContaining({ approve: approved, reason: `answer ${winner}` }),
+          ],
+        ]);
+        // The token works afterwards iff the teammate is still working.
+        const after = clients[0] as TeamClient;
+        if (approved) {
+          expect(
+            (await refused(() => after.send({ to: "team-lead", message: text("hi") }))).code,
+          ).toBe(Code.Unauthenticated);
+        } else {
+          await after.send({ to: "team-lead", message: text("still here") });
+          expect((await inbox(t.lead)).map((e) => kindOf(e.message))).toContain("text");
+        }
+      },
+    );
   }
 
   it("a retried answer with the same message_id is a no-op, not a once-only refusal", async () => {

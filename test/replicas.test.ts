@@ -14,6 +14,7 @@ import {
   shutdownResponse,
   text,
 } from "./support/protocol-helpers.js";
+import { awaitingBeyond, subscribedBeyond } from "./support/subscribed.js";
 
 type Replica = TestEnv & { close(): Promise<void> };
 
@@ -61,7 +62,9 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
         await startTestEnv(
           "postgres",
           { db, url: scratch.url, dispose: () => db.close() },
-          { heartbeatIntervalMs: 3_600_000, sweepIntervalMs: 100 },
+          // The caller cache trusts a token for 10 minutes: a revoked token refused within
+          // the test can only have been forgotten through the revocation's notification.
+          { heartbeatIntervalMs: 3_600_000, sweepIntervalMs: 100, callerCacheTtlMs: 600_000 },
         ),
       );
     }
@@ -74,6 +77,15 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
     }
     await drop?.();
   });
+
+  /** follow() on replica `i`, resolved once the stream is registered there. */
+  async function followOn(i: number, client: TeamClient) {
+    const replica = replicas[i] as Replica;
+    const before = replica.app.hub.waiting;
+    const s = follow(client);
+    await subscribedBeyond(replica.app, before);
+    return s;
+  }
 
   /** A team whose members are spread over the replicas: member i talks to replica i % 3. */
   async function spreadTeam(names: string[]) {
@@ -97,8 +109,11 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
   it("a message sent through one replica reaches subscribers on the others", async () => {
     const names = ["m0", "m1", "m2", "m3", "m4", "m5"];
     const t = await spreadTeam(names);
+    const before = replicas.map((r) => r.app.hub.waiting);
     const streams = new Map(names.map((n) => [n, follow(t.member(n))]));
-    await new Promise((r) => setTimeout(r, 200));
+    // Two members per replica: every stream registered before the first send, so each
+    // envelope crosses to its replica live, through LISTEN/NOTIFY.
+    await Promise.all(replicas.map((r, i) => subscribedBeyond(r.app, (before[i] ?? 0) + 1)));
     for (const from of names) {
       for (const to of names) {
         if (from !== to) await t.member(from).send({ to, message: text(`${from}->${to}`) });
@@ -118,8 +133,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
 
   it("RemoveMember on one replica ends the member's stream on another", async () => {
     const t = await spreadTeam(["a0", "a1"]); // a1 subscribes through replica 1
-    const s = follow(t.member("a1"));
-    await new Promise((r) => setTimeout(r, 200));
+    const s = await followOn(1, t.member("a1"));
     const leadOn2 = replicas[2]?.client(t.leadToken) as TeamClient;
     await leadOn2.removeMember({ name: "a1" });
     const err = await s.ended;
@@ -178,8 +192,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
 
   it("an approved shutdown ends the teammate's stream on another replica cleanly", async () => {
     const t = await spreadTeam(["b0", "b1"]);
-    const s = follow(t.member("b1")); // replica 1
-    await new Promise((r) => setTimeout(r, 200));
+    const s = await followOn(1, t.member("b1"));
     const asked = await t.lead.send({ to: "b1", message: shutdownRequest() });
     // b1 answers through replica 2: the same token, another process.
     await t.memberOn(2, "b1").send({
@@ -192,10 +205,11 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
   it("AwaitRequest on one replica returns when the request is answered through another", async () => {
     const t = await spreadTeam(["c0", "c1"]); // c1 on replica 1
     const asked = await t.member("c1").send({ to: "team-lead", message: planRequest("p") });
+    const before = replicas[1]?.app.waiters.size ?? 0;
     const waiting = t
       .member("c1")
       .awaitRequest({ requestId: asked.requestId, timeout: { seconds: 30n } });
-    await new Promise((r) => setTimeout(r, 200));
+    await awaitingBeyond(replicas[1]?.app as Replica["app"], before);
     const leadOn2 = replicas[2]?.client(t.leadToken) as TeamClient;
     await leadOn2.send({ to: "c1", message: planResponse(asked.requestId, true) });
     expect((await waiting).request?.status).toBe(RequestStatus.APPROVED);
@@ -216,15 +230,20 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
       const updates = (await inbox(t.lead)).filter((e) => e.message?.kind.case === "requestUpdate");
       return updates.length >= ids.length;
     });
-    await new Promise((r) => setTimeout(r, 500)); // time for a duplicate to show up
+    // No wait for a late duplicate: a notice is written in the transaction that moves its
+    // request out of pending, and every request is out of pending now, so none can follow.
+    const statuses = await replicas[0]?.db.query<{ status: string }>(
+      `SELECT status FROM requests WHERE id = ANY($1::text[])`,
+      [ids],
+    );
+    expect(statuses?.map((r) => r.status)).toEqual(ids.map(() => "expired"));
     const updates = (await inbox(t.lead)).filter((e) => e.message?.kind.case === "requestUpdate");
     expect(updates.map((e) => e.requestId).sort()).toEqual([...ids].sort());
   });
 
   it("a listener that loses its connection reconnects and catches up", async () => {
     const t = await spreadTeam(["e0", "e1"]); // e1 on replica 1
-    const s = follow(t.member("e1"));
-    await new Promise((r) => setTimeout(r, 200));
+    const s = await followOn(1, t.member("e1"));
     // Kill every LISTEN connection of the three replicas (as a PostgreSQL restart would).
     await replicas[0]?.db.query(
       `SELECT pg_terminate_backend(pid) FROM pg_stat_activity

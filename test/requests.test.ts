@@ -15,6 +15,7 @@ import {
   shutdownRequest,
   shutdownResponse,
 } from "./support/protocol-helpers.js";
+import { awaitingBeyond } from "./support/subscribed.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -261,20 +262,18 @@ describeEachDatabase(
         const t = await env().team("alice");
         const alice = t.member("alice").client;
         const sent = await alice.send({ to: "team-lead", message: planRequest("ship it") });
-        const started = Date.now();
+        const before = env().app.waiters.size;
         const waiting = alice.awaitRequest({ requestId: sent.requestId });
-        await sleep(200);
+        // Answered only once the call is known to wait: it returns because of the answer.
+        await awaitingBeyond(env().app, before);
         await t.lead.send({ to: "alice", message: planResponse(sent.requestId, true, "go") });
         const got = recordOf(await waiting);
-        const elapsed = Date.now() - started;
+        // Not its 60 s default (which would return the pending record): the answer woke it.
         expect(got.status).toBe(RequestStatus.APPROVED);
         expect(got.response?.kind).toEqual({
           case: "planApprovalResponse",
           value: expect.objectContaining({ approve: true, feedback: "go" }),
         });
-        // It waited for the answer, and not for its 60 s default.
-        expect(elapsed).toBeGreaterThanOrEqual(150);
-        expect(elapsed).toBeLessThan(10_000);
       });
 
       it("returns a request that is no longer pending at once", async () => {
@@ -289,24 +288,19 @@ describeEachDatabase(
       it("with a 0.3 s timeout returns the still-pending record", async () => {
         const t = await env().team("alice");
         const sent = await t.lead.send({ to: "alice", message: shutdownRequest() });
-        const started = Date.now();
         const got = recordOf(
           await t.member("alice").client.awaitRequest({
             requestId: sent.requestId,
             timeout: { seconds: 0n, nanos: 300_000_000 },
           }),
         );
-        const elapsed = Date.now() - started;
         expect(got.status).toBe(RequestStatus.PENDING);
         expect(got.requestId).toBe(sent.requestId);
-        expect(elapsed).toBeGreaterThanOrEqual(250);
-        expect(elapsed).toBeLessThan(20_000);
       });
 
       it("with a call deadline shorter than its timeout returns the pending record, not DeadlineExceeded", async () => {
         const t = await env().team("alice");
         const sent = await t.lead.send({ to: "alice", message: shutdownRequest() });
-        const started = Date.now();
         const got = recordOf(
           await t.lead.awaitRequest(
             { requestId: sent.requestId, timeout: { seconds: 30n } },
@@ -314,7 +308,6 @@ describeEachDatabase(
           ),
         );
         expect(got.status).toBe(RequestStatus.PENDING);
-        expect(Date.now() - started).toBeLessThan(20_000);
         // And with no timeout at all (default 60 s), the deadline still wins.
         const bare = recordOf(
           await t.lead.awaitRequest({ requestId: sent.requestId }, { timeoutMs: 500 }),
@@ -329,12 +322,10 @@ describeEachDatabase(
           message: shutdownRequest(),
           ttl: ONE_SECOND,
         });
-        const started = Date.now();
         const got = recordOf(await t.lead.awaitRequest({ requestId: sent.requestId }));
         expect(got.status).toBe(RequestStatus.EXPIRED);
         expect(got.resolvedAt).toBeDefined();
         expect(got.response).toBeUndefined();
-        expect(Date.now() - started).toBeLessThan(20_000);
       });
 
       it("is refused to a third teammate, to another team and for a malformed id", async () => {
@@ -434,11 +425,11 @@ describeEachDatabase(
             const sent = await coder.send({
               to: "team-lead",
               message: planRequest(`plan ${i}`),
-              ttl: ONE_SECOND,
+              ttl: { seconds: 2n },
             });
-            const opened = Date.now();
-            // Answer at a moment spread over 900..1100 ms after the request opened.
-            await sleep(900 + Math.round((200 * i) / (rounds - 1)));
+            // Answer at a moment spread over 1.0..2.4 s after the request opened: the early
+            // rounds land before the 2 s deadline, the late ones after it (asserted below).
+            await sleep(1_000 + Math.round((1_400 * i) / (rounds - 1)));
             const approve = i % 2 === 0;
             const answer = await t.lead
               .send({ to: "coder", message: planResponse(sent.requestId, approve, "ok") })
@@ -446,9 +437,11 @@ describeEachDatabase(
                 () => undefined,
                 (e: unknown) => e,
               );
-            // Give the sweeper time to run well after the deadline.
-            await sleep(Math.max(0, opened + 2_500 - Date.now()));
-            const r = await requestRecord(t.lead, sent.requestId);
+            // A refused answer: wait for the sweeper's expiry (its notice is written with it).
+            const r =
+              answer === undefined
+                ? await requestRecord(t.lead, sent.requestId)
+                : await pollStatus(t.lead, sent.requestId, RequestStatus.EXPIRED);
             const coderInbox = await inbox(coder);
             const responses = coderInbox.filter(
               (e) => e.requestId === sent.requestId && kindOf(e.message) === "planApprovalResponse",
@@ -480,6 +473,8 @@ describeEachDatabase(
           }),
         );
         expect(outcomes).toHaveLength(rounds);
+        // The window was hit from both sides: some answers won, some expiries did.
+        expect(new Set(outcomes), outcomes.join(",")).toEqual(new Set(["answered", "expired"]));
       });
     });
 

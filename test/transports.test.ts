@@ -8,6 +8,7 @@ import {
   transportFor,
   uniqueName,
 } from "./support/harness.js";
+import { subscribedBeyond } from "./support/subscribed.js";
 
 const protocols: Protocol[] = ["grpc", "connect", "connect-h1", "grpc-web"];
 
@@ -22,13 +23,14 @@ describeEachDatabase("one port, every protocol", (env) => {
       const worker = createClient(TeamService, transportFor(url, protocol, added.token));
 
       const abort = new AbortController();
+      const before = env().app.hub.waiting;
       const received = (async () => {
         for await (const event of worker.subscribe({ afterSeq: 0n }, { signal: abort.signal })) {
           if (event.event.case === "envelope") return event.event.value;
         }
         return undefined;
       })();
-      await new Promise((r) => setTimeout(r, 100));
+      await subscribedBeyond(env().app, before); // so the message can only arrive live
       await lead.send({
         to: "worker",
         message: { kind: { case: "text", value: `via ${protocol}` } },

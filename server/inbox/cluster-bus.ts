@@ -162,6 +162,9 @@ export function createClusterBus(options: {
       return local.size;
     },
     countOf: (memberId) => local.countOf(memberId),
+    get waiting() {
+      return local.waiting;
+    },
   };
 
   const waiters: RequestWaiters = {

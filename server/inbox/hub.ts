@@ -36,6 +36,11 @@ export interface InboxHub {
   readonly size: number;
   /** Open subscriptions of one member in this process. */
   countOf(memberId: number): number;
+  /**
+   * Subscriptions parked in wait() (read up to date, waiting for a wake-up): a test hook, so
+   * that a test sends only once a stream can receive the message live, not as backlog.
+   */
+  readonly waiting: number;
 }
 
 class SubscriptionImpl implements Subscription {
@@ -46,6 +51,7 @@ class SubscriptionImpl implements Subscription {
   constructor(
     readonly memberId: number,
     private readonly onClose: (s: SubscriptionImpl) => void,
+    private readonly onPark: (delta: 1 | -1) => void,
   ) {}
 
   wake(): void {
@@ -69,8 +75,10 @@ class SubscriptionImpl implements Subscription {
     }
     return new Promise((resolve) => {
       const timer = setTimeout(() => this.settle("timeout"), timeoutMs);
+      this.onPark(1);
       this.resolveWait = (r) => {
         clearTimeout(timer);
+        this.onPark(-1);
         if (r === "wake") this.woken = false;
         resolve(r);
       };
@@ -92,6 +100,10 @@ class SubscriptionImpl implements Subscription {
 export function createInboxHub(): InboxHub {
   const byMember = new Map<number, Set<SubscriptionImpl>>();
   let size = 0;
+  let waiting = 0;
+  const park = (delta: 1 | -1) => {
+    waiting += delta;
+  };
 
   const remove = (s: SubscriptionImpl) => {
     const set = byMember.get(s.memberId);
@@ -103,7 +115,7 @@ export function createInboxHub(): InboxHub {
 
   return {
     open(memberId, signal) {
-      const sub = new SubscriptionImpl(memberId, remove);
+      const sub = new SubscriptionImpl(memberId, remove, park);
       const set = byMember.get(memberId) ?? new Set();
       byMember.set(memberId, set);
       set.add(sub);
@@ -132,6 +144,9 @@ export function createInboxHub(): InboxHub {
     },
     countOf(memberId) {
       return byMember.get(memberId)?.size ?? 0;
+    },
+    get waiting() {
+      return waiting;
     },
   };
 }

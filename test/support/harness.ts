@@ -125,7 +125,7 @@ export async function startTestEnv(
  */
 export function describeEachDatabase(
   title: string,
-  suite: (env: () => TestEnv) => void,
+  suite: (env: () => TestEnv, kind: DatabaseKind) => void,
   options: Partial<AppOptions> = {},
 ): void {
   for (const { kind, skip } of databaseKinds()) {
@@ -143,9 +143,20 @@ export function describeEachDatabase(
       suite(() => {
         if (!env) throw new Error("test environment not started");
         return env;
-      });
+      }, kind);
     });
   }
+}
+
+/**
+ * The title of a race test, saying what its result means on this kind of database: the
+ * embedded one runs one transaction at a time, so races cannot happen there and its pass
+ * is a functional check only (a missing row lock passes it); PostgreSQL's pass is the proof.
+ */
+export function raceTitle(kind: DatabaseKind, title: string): string {
+  return kind === "postgres"
+    ? `${title} (race proof)`
+    : `${title} (functional check only: no concurrent transactions here)`;
 }
 
 /** Collects what an async iterable yields until `stop` says so (or it ends). */
