@@ -119,8 +119,11 @@ describe("npm run demo", () => {
     expect(run.output).toContain("timed out after 1500 ms");
     expect(run.output).toContain("demo FAILED");
     expect(run.output).toMatch(/^✗ /m);
-    // Both teammates (alice, bob) were started and none is left running.
-    expect(pidsIn(run.output)).toHaveLength(2);
-    for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
+    // Teammates started before the timeout (at least one, at most alice, bob and carol)
+    // and none is left running.
+    const pids = pidsIn(run.output);
+    expect(pids.length, run.output).toBeGreaterThan(0);
+    expect(pids.length).toBeLessThanOrEqual(3);
+    for (const pid of pids) expect(alive(pid)).toBe(false);
   }, 120_000);
 });
