@@ -35,7 +35,13 @@ for (const { kind, skip } of databaseKinds()) {
       slowConsumerTimeoutMs: number;
       keepaliveIntervalMs: number;
     }) => {
-      env = await startTestEnv(kind, testDb, { heartbeatIntervalMs: 100 }, options);
+      // No send-rate limit: the lead floods two inboxes as fast as it can.
+      env = await startTestEnv(
+        kind,
+        testDb,
+        { heartbeatIntervalMs: 100, sendRate: { perSecond: 0, burst: 1 } },
+        options,
+      );
     };
 
     it("a subscriber that stops reading is cut with a resumable error; others are unaffected; resuming loses nothing", async () => {
