@@ -39,6 +39,7 @@ const rootFiles: Record<string, Room> = {
   "errors.ts": "domain",
   "logger.ts": "domain",
   "tokens.ts": "domain",
+  "periodic.ts": "domain",
   "caller.ts": "inbox",
   "config.ts": "app",
   "database-from-config.ts": "app",

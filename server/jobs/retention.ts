@@ -1,4 +1,5 @@
 import type { Logger } from "../logger.js";
+import { startPeriodic } from "../periodic.js";
 import type { Database } from "../store/database.js";
 import {
   deleteAckedMessages,
@@ -47,15 +48,13 @@ export interface RetentionJob {
  */
 export function startRetentionJob(options: RetentionOptions): RetentionJob {
   const { db, logger } = options;
-  let stopped = false;
-  let running: Promise<RetentionCounts> | undefined;
 
   const drain = async (step: (cutoff: Date, limit: number) => Promise<number>, cutoff: Date) => {
     let total = 0;
     for (;;) {
       const n = await step(cutoff, BATCH);
       total += n;
-      if (n < BATCH || stopped) return total;
+      if (n < BATCH || periodic.stopped) return total;
     }
   };
 
@@ -77,26 +76,10 @@ export function startRetentionJob(options: RetentionOptions): RetentionJob {
     return counts;
   };
 
-  const tick = () => {
-    if (stopped || running) return;
-    running = runOnce()
-      .catch((err) => {
-        logger.error({ event: "retention_failed", err }, "retention run failed");
-        return { messages: 0, requests: 0, sends: 0, attempts: 0 };
-      })
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, options.intervalMs);
-  timer.unref();
-
-  return {
-    runOnce,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const periodic = startPeriodic(
+    () => runOnce(),
+    options.intervalMs,
+    (err) => logger.error({ event: "retention_failed", err }, "retention run failed"),
+  );
+  return { runOnce, stop: () => periodic.stop() };
 }

@@ -1,6 +1,7 @@
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { Logger } from "../logger.js";
+import { startPeriodic } from "../periodic.js";
 import type { Database } from "../store/database.js";
 import { claimOverdueRequest, finishRequest } from "../store/requests.js";
 import { deliverRequestUpdate } from "./request-updates.js";
@@ -33,8 +34,6 @@ const MAX_PER_TICK = 500;
  */
 export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
   const { db, hub, waiters, logger } = options;
-  let running: Promise<number> | undefined;
-  let stopped = false;
 
   const expireOne = () =>
     db.transaction(async (tx) => {
@@ -53,7 +52,7 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
 
   const sweep = async (): Promise<number> => {
     let count = 0;
-    while (count < MAX_PER_TICK && !stopped) {
+    while (count < MAX_PER_TICK && !periodic.stopped) {
       const expired = await expireOne();
       if (!expired) break;
       count++;
@@ -63,26 +62,8 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
     return count;
   };
 
-  const tick = () => {
-    if (stopped || running) return;
-    running = sweep()
-      .catch((err) => {
-        logger.error({ event: "sweep_failed", err }, "request expiry sweep failed");
-        return 0;
-      })
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  const timer = setInterval(tick, options.intervalMs);
-  timer.unref();
-
-  return {
-    sweep,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
+  const periodic = startPeriodic(sweep, options.intervalMs, (err) =>
+    logger.error({ event: "sweep_failed", err }, "request expiry sweep failed"),
+  );
+  return { sweep, stop: () => periodic.stop() };
 }
