@@ -20,7 +20,7 @@ import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
-import { rulesInterceptor } from "./interceptors/rules.js";
+import { rulesInterceptor } from "./interceptors/rules/table.js";
 import { type SendRateOptions, sendRateInterceptor } from "./interceptors/send-rate.js";
 import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";

@@ -6,7 +6,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { rules } from "../server/interceptors/rules.js";
+import { rules } from "../server/interceptors/rules/table.js";
 import {
   type Credential,
   type FuzzCase,

@@ -64,6 +64,39 @@ describeEachDatabase("rules: size-shape and server-only", (env) => {
     expect((await t.member("alice").client.readInbox({})).envelopes).toHaveLength(1);
   });
 
+  it("refuses enum values outside their enum and a negative await timeout, naming the field", async () => {
+    const t = await env().team("alice");
+    const cases: [() => Promise<unknown>, string][] = [
+      [
+        () =>
+          env()
+            .client()
+            .createTeam({ team: uniqueName("t"), leadPermissionMode: 99 as never }),
+        "lead_permission_mode",
+      ],
+      [() => t.lead.addMember({ name: "bob", permissionMode: 99 as never }), "permission_mode"],
+      [() => t.lead.listRequests({ status: 99 as never }), "status"],
+      [() => t.lead.listRequests({ kind: 99 as never }), "kind"],
+      [() => t.lead.listAttempts({ outcome: 99 as never }), "outcome"],
+      [
+        () =>
+          t.lead.awaitRequest({
+            requestId: "req_AAAAAAAAAAAAAAAAAAAAAA",
+            timeout: { seconds: -1n, nanos: 0 },
+          }),
+        "timeout",
+      ],
+    ];
+    for (const [call, field] of cases) {
+      const r = await refused(call);
+      expect(r.code).toBe(Code.InvalidArgument);
+      expect(r.detail).toMatchObject({ rule: "size-shape", field });
+    }
+    // Nothing was stored by the refused AddMember.
+    const members = await t.lead.listMembers({});
+    expect(members.members.map((m) => m.name).sort()).toEqual(["alice", "team-lead"]);
+  });
+
   it("refuses a request_update from a client (server-only)", async () => {
     const t = await env().team("alice");
     const r = await refused(() =>
