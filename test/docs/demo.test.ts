@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { repoRoot, startServer, tempDataDir } from "./support/child-server.js";
+import { repoRoot, startServer, tempDataDir } from "../support/child-server.js";
 
 /**
  * `npm run demo` as CI runs it: a child process that must walk through every step of both

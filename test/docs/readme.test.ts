@@ -2,13 +2,13 @@ import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { MemberStatus, RequestStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope } from "../gen/team/v1/records_pb.js";
-import { repoRoot, withTimeout } from "./support/child-server.js";
-import { type DatabaseKind, databaseKinds, openTestDatabase } from "./support/databases.js";
-import { startTestEnv, type TeamClient, type TestEnv } from "./support/harness.js";
-import { inbox, planResponse, shutdownRequest, text } from "./support/protocol-helpers.js";
-import { pythonPrerequisitesFor } from "./support/python-prerequisites.js";
+import { MemberStatus, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import type { Envelope } from "../../gen/team/v1/records_pb.js";
+import { repoRoot, withTimeout } from "../support/child-server.js";
+import { type DatabaseKind, databaseKinds, openTestDatabase } from "../support/databases.js";
+import { startTestEnv, type TeamClient, type TestEnv } from "../support/harness.js";
+import { inbox, planResponse, shutdownRequest, text } from "../support/protocol-helpers.js";
+import { pythonPrerequisitesFor } from "../support/python-prerequisites.js";
 import {
   blocksUnder,
   blockUnder,
@@ -22,7 +22,7 @@ import {
   shellSteps,
   shownObjects,
   shownRefusal,
-} from "./support/readme-samples.js";
+} from "../support/readme-samples.js";
 
 /**
  * The README's samples, read from README.md and run as written against a real server that
@@ -173,7 +173,7 @@ for (const { kind, skip } of databaseKinds()) {
   });
 }
 
-// The Python sample needs Debian's grpcio and protoc, as test/python.test.ts does.
+// The Python sample needs Debian's grpcio and protoc, as test/interop/python.test.ts does.
 const runnable = await pythonPrerequisitesFor("the README's Python sample");
 
 /**

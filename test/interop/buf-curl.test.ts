@@ -2,8 +2,8 @@ import { type ChildProcess, execFile, spawn } from "node:child_process";
 import os from "node:os";
 import { join } from "node:path";
 import { expect, it } from "vitest";
-import { repoRoot, withTimeout } from "./support/child-server.js";
-import { describeEachDatabase, uniqueName } from "./support/harness.js";
+import { repoRoot, withTimeout } from "../support/child-server.js";
+import { describeEachDatabase, uniqueName } from "../support/harness.js";
 
 /**
  * `buf curl` from the @bufbuild/buf npm package (what `npx buf` runs), against a real

@@ -1,9 +1,9 @@
 import { expect, it } from "vitest";
-import { MemberStatus, RequestStatus } from "../gen/team/v1/enums_pb.js";
-import { spawnAgent } from "./support/agent-process.js";
-import { waitFor, withTimeout } from "./support/child-server.js";
-import { describeEachDatabase } from "./support/harness.js";
-import { inbox, shutdownRequest, text } from "./support/protocol-helpers.js";
+import { MemberStatus, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { spawnAgent } from "../support/agent-process.js";
+import { waitFor, withTimeout } from "../support/child-server.js";
+import { describeEachDatabase } from "../support/harness.js";
+import { inbox, shutdownRequest, text } from "../support/protocol-helpers.js";
 
 const AGENT_TIMEOUT_MS = 20_000;
 

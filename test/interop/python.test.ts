@@ -4,18 +4,18 @@ import os from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MemberStatus, RequestStatus } from "../gen/team/v1/enums_pb.js";
-import { spawnAgent } from "./support/agent-process.js";
-import { repoRoot, withTimeout } from "./support/child-server.js";
-import { describeEachDatabase } from "./support/harness.js";
-import { inbox, planResponse, shutdownRequest, text } from "./support/protocol-helpers.js";
+import { MemberStatus, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { spawnAgent } from "../support/agent-process.js";
+import { repoRoot, withTimeout } from "../support/child-server.js";
+import { describeEachDatabase } from "../support/harness.js";
+import { inbox, planResponse, shutdownRequest, text } from "../support/protocol-helpers.js";
 import {
   GRPC_PLUGIN,
   PROTOC,
   PYTHON,
   pythonPrerequisitesFor,
   WELL_KNOWN_PROTOS,
-} from "./support/python-prerequisites.js";
+} from "../support/python-prerequisites.js";
 
 /**
  * A Python agent on Debian's grpcio, with stubs generated from proto/ by Debian's protoc

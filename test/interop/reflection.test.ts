@@ -15,11 +15,11 @@ import {
   ServerReflection,
   type ServerReflectionRequestSchema,
   type ServerReflectionResponse,
-} from "../gen/grpc/reflection/v1/reflection_pb.js";
-import { ServerReflection as ServerReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { openTestDatabase, type TestDatabase } from "./support/databases.js";
-import { startTestEnv, type TestEnv } from "./support/harness.js";
+} from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ServerReflectionV1alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { openTestDatabase, type TestDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv } from "../support/harness.js";
 
 type Question = MessageInitShape<typeof ServerReflectionRequestSchema>;
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { describe, expect, inject, it } from "vitest";
-import type { BenchReport } from "../bench/report/types.js";
+import type { BenchReport } from "../../bench/report/types.js";
 
 /**
  * Keeps the bench working: the smoke profile (every scenario, tiny) runs end to end as
@@ -13,7 +13,7 @@ import type { BenchReport } from "../bench/report/types.js";
  * database. Only the shape of the result is checked, never a speed: machines are shared.
  */
 
-const repoRoot = fileURLToPath(new URL("..", import.meta.url));
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 // A bound on a hung bench, not a speed expectation: the smoke run takes well under a minute.
 const RUN_TIMEOUT_MS = 150_000;
 

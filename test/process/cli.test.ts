@@ -2,8 +2,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createProgram } from "../client/cli/main.js";
-import { createTeamClient, type TeamClient } from "../client/index.js";
+import { createProgram } from "../../client/cli/main.js";
+import { createTeamClient, type TeamClient } from "../../client/index.js";
 import {
   type CliResult,
   inBatches,
@@ -11,8 +11,8 @@ import {
   type ServeProcess,
   spawnTeam,
   startTeamServe,
-} from "./support/cli.js";
-import { uniqueName } from "./support/harness.js";
+} from "../support/cli.js";
+import { uniqueName } from "../support/harness.js";
 
 /**
  * The `team` CLI as people and scripts use it: each command a child process against a real

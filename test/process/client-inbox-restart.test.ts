@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
-import { createTeamClient, type InboxStatus, type TeamClient } from "../client/index.js";
+import { createTeamClient, type InboxStatus, type TeamClient } from "../../client/index.js";
 import {
   afterThisTest,
   type Exit,
@@ -9,8 +9,8 @@ import {
   tempDataDir,
   waitFor,
   withTimeout,
-} from "./support/child-server.js";
-import { createScratchPgDatabase } from "./support/databases.js";
+} from "../support/child-server.js";
+import { createScratchPgDatabase } from "../support/databases.js";
 
 /**
  * The inbox iterator's promise, against the real server as a process: while a producer keeps

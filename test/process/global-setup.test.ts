@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { describe, expect, inject, it } from "vitest";
-import config from "../vitest.config.js";
-import { freePort, repoRoot } from "./support/child-server.js";
+import config from "../../vitest.config.js";
+import { freePort, repoRoot } from "../support/child-server.js";
 
 interface SetupRun {
   code: number | null;

@@ -5,8 +5,8 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { createPgDatabase } from "../server/store/pg-database.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
 import {
   type Exit,
   repoRoot,
@@ -17,7 +17,7 @@ import {
   tempDataDir,
   waitFor,
   withTimeout,
-} from "./support/child-server.js";
+} from "../support/child-server.js";
 import {
   auth,
   checkLedger,
@@ -28,12 +28,12 @@ import {
   Subscriber,
   seededRandom,
   sleep,
-} from "./support/ledger.js";
+} from "../support/ledger.js";
 import {
   type PrivatePostgres,
   privatePostgresUnavailable,
   startPrivatePostgres,
-} from "./support/private-postgres.js";
+} from "../support/private-postgres.js";
 
 /**
  * The ledger under faults (issue 6, item 2), and what survives a crash (item 3).
@@ -69,7 +69,7 @@ const unavailable = privatePostgresUnavailable();
 const skip = unavailable !== undefined && process.env.CI !== "true";
 if (skip) {
   process.stdout.write(
-    `\n*** SKIPPING test/ledger.test.ts (PostgreSQL faults): ${unavailable}.\n` +
+    `\n*** SKIPPING test/process/ledger.test.ts (PostgreSQL faults): ${unavailable}.\n` +
       "*** It needs PostgreSQL server binaries (apt-get install postgresql); mandatory under CI=true.\n\n",
   );
 }

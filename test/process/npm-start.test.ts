@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import net from "node:net";
 import { expect, it } from "vitest";
-import { freePort, repoRoot, tempDataDir } from "./support/child-server.js";
+import { freePort, repoRoot, tempDataDir } from "../support/child-server.js";
 
 /** Whether something accepts connections on the port. */
 const listening = (port: number) =>

@@ -9,12 +9,12 @@ import {
 } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { describe, expect, inject, it } from "vitest";
-import { RequestKind, RequestStatus } from "../gen/team/v1/enums_pb.js";
-import { type SubscribeResponse, TeamService } from "../gen/team/v1/team_service_pb.js";
+import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { type SubscribeResponse, TeamService } from "../../gen/team/v1/team_service_pb.js";
 
 type TeamClient = Client<typeof TeamService>;
 
-import { loadMigrations } from "../server/store/migrate.js";
+import { loadMigrations } from "../../server/store/migrate.js";
 import {
   afterThisTest,
   type Exit,
@@ -28,15 +28,15 @@ import {
   tempDataDir,
   waitFor,
   withTimeout,
-} from "./support/child-server.js";
-import { createScratchPgDatabase, type DatabaseKind, databaseKinds } from "./support/databases.js";
+} from "../support/child-server.js";
+import { createScratchPgDatabase, type DatabaseKind, databaseKinds } from "../support/databases.js";
 import {
   planRequest,
   planResponse,
   shutdownRequest,
   shutdownResponse,
-} from "./support/protocol-helpers.js";
-import { envelopesOf, openSubscription } from "./support/subscription-reader.js";
+} from "../support/protocol-helpers.js";
+import { envelopesOf, openSubscription } from "../support/subscription-reader.js";
 
 /** A generated gRPC client for the server at `baseUrl`, with an optional bearer token. */
 function client(baseUrl: string, token?: string): TeamClient {

@@ -1,9 +1,9 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { AttemptOutcome, TaskStatus } from "../gen/team/v1/enums_pb.js";
-import type { Attempt } from "../gen/team/v1/records_pb.js";
-import type { TeamClient } from "./support/harness.js";
-import { describeEachDatabase, raceTitle } from "./support/harness.js";
+import { AttemptOutcome, TaskStatus } from "../../gen/team/v1/enums_pb.js";
+import type { Attempt } from "../../gen/team/v1/records_pb.js";
+import type { TeamClient } from "../support/harness.js";
+import { describeEachDatabase, raceTitle } from "../support/harness.js";
 import {
   planRequest,
   planResponse,
@@ -11,7 +11,7 @@ import {
   shutdownRequest,
   shutdownResponse,
   text,
-} from "./support/protocol-helpers.js";
+} from "../support/protocol-helpers.js";
 
 const { ACCEPTED, REFUSED } = AttemptOutcome;
 

@@ -1,15 +1,15 @@
 import { create, type DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { MemberStatus } from "../gen/team/v1/enums_pb.js";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { MemberStatus } from "../../gen/team/v1/enums_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import {
   describeEachDatabase,
   type TeamClient,
   type TestEnv,
   uniqueName,
-} from "./support/harness.js";
-import { subscribedBeyond } from "./support/subscribed.js";
+} from "../support/harness.js";
+import { subscribedBeyond } from "../support/subscribed.js";
 
 const text = (t: string) => ({ kind: { case: "text" as const, value: t } });
 

@@ -6,15 +6,15 @@ import {
   type TeamClient,
   TeamError,
   violationOf,
-} from "../client/index.js";
+} from "../../client/index.js";
 import {
   MemberStatus,
   PermissionMode,
   RequestKind,
   RequestStatus,
   TaskStatus,
-} from "../gen/team/v1/enums_pb.js";
-import { describeEachDatabase, type TestEnv, uniqueName } from "./support/harness.js";
+} from "../../gen/team/v1/enums_pb.js";
+import { describeEachDatabase, type TestEnv, uniqueName } from "../support/harness.js";
 
 /** A team made through the client: the lead's client, and a client per teammate. */
 async function team(env: TestEnv, teammates: string[], protocol: Protocol = "connect") {

@@ -1,11 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { migrate } from "../server/store/migrate.js";
-import { createPgDatabase } from "../server/store/pg-database.js";
-import { createScratchPgDatabase } from "./support/databases.js";
-import { startTestEnv, type TestEnv } from "./support/harness.js";
-import { inbox, text } from "./support/protocol-helpers.js";
-import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
+import { migrate } from "../../server/store/migrate.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createScratchPgDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv } from "../support/harness.js";
+import { inbox, text } from "../support/protocol-helpers.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 
 /**
  * PostgreSQL goes away under a running server (a proxy in front of it is cut) and comes

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RequestStatus } from "../gen/team/v1/enums_pb.js";
-import { waitFor } from "./support/child-server.js";
-import { databaseKinds, openTestDatabase, type TestDatabase } from "./support/databases.js";
-import { startTestEnv, type TestEnv } from "./support/harness.js";
-import { planRequest } from "./support/protocol-helpers.js";
+import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { waitFor } from "../support/child-server.js";
+import { databaseKinds, openTestDatabase, type TestDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv } from "../support/harness.js";
+import { planRequest } from "../support/protocol-helpers.js";
 
 for (const { kind, skip } of databaseKinds()) {
   describe.skipIf(skip)(`graceful stop [${kind}]`, () => {

@@ -5,8 +5,8 @@ import {
   Health,
   type HealthCheckResponse_ServingStatus,
   HealthCheckResponse_ServingStatus as Status,
-} from "../gen/health/v1/health_pb.js";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
+} from "../../gen/health/v1/health_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import {
   afterThisTest,
   exitOf,
@@ -14,15 +14,15 @@ import {
   tempDataDir,
   waitFor,
   withTimeout,
-} from "./support/child-server.js";
-import { createScratchPgDatabase } from "./support/databases.js";
+} from "../support/child-server.js";
+import { createScratchPgDatabase } from "../support/databases.js";
 import {
   describeEachDatabase,
   type Protocol,
   startTestEnv,
   transportFor,
-} from "./support/harness.js";
-import { startTcpProxy } from "./support/tcp-proxy.js";
+} from "../support/harness.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
 
 type HealthClient = Client<typeof Health>;
 

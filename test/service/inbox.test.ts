@@ -1,14 +1,14 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { SendRequestSchema, type SubscribeResponse } from "../gen/team/v1/team_service_pb.js";
-import { collect, describeEachDatabase } from "./support/harness.js";
-import { subscribedBeyond } from "./support/subscribed.js";
+import { SendRequestSchema, type SubscribeResponse } from "../../gen/team/v1/team_service_pb.js";
+import { collect, describeEachDatabase } from "../support/harness.js";
+import { subscribedBeyond } from "../support/subscribed.js";
 import {
   describeEvents,
   envelopesOf,
   openSubscription,
   type SubscriptionReader,
-} from "./support/subscription-reader.js";
+} from "../support/subscription-reader.js";
 
 const text = (t: string) => ({ kind: { case: "text" as const, value: t } });
 

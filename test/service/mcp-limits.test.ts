@@ -1,7 +1,7 @@
 import { expect, it } from "vitest";
-import { describeEachDatabase } from "./support/harness.js";
-import { callTool, connectMcp } from "./support/mcp-clients.js";
-import { inbox } from "./support/protocol-helpers.js";
+import { describeEachDatabase } from "../support/harness.js";
+import { callTool, connectMcp } from "../support/mcp-clients.js";
+import { inbox } from "../support/protocol-helpers.js";
 
 describeEachDatabase(
   "MCP: the server's limits hold over /mcp",

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createTeamClient, type TeamClient } from "../client/index.js";
-import { describeEachDatabase, uniqueName } from "./support/harness.js";
-import { callTool, connectMcp, mcpWays } from "./support/mcp-clients.js";
+import { createTeamClient, type TeamClient } from "../../client/index.js";
+import { describeEachDatabase, uniqueName } from "../support/harness.js";
+import { callTool, connectMcp, mcpWays } from "../support/mcp-clients.js";
 
 /**
  * A teammate that is an LLM agent's MCP client (the SDK's own Client, over `team mcp` and

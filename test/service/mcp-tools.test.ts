@@ -1,11 +1,11 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
-import { createTeamClient, type TeamClient } from "../client/index.js";
-import { READ_MAX_BYTES } from "../server/app.js";
-import { waitFor } from "./support/child-server.js";
-import { runTeam } from "./support/cli.js";
-import { describeEachDatabase, uniqueName } from "./support/harness.js";
-import { callTool, connectMcp, mcpWays } from "./support/mcp-clients.js";
+import { createTeamClient, type TeamClient } from "../../client/index.js";
+import { READ_MAX_BYTES } from "../../server/app.js";
+import { waitFor } from "../support/child-server.js";
+import { runTeam } from "../support/cli.js";
+import { describeEachDatabase, uniqueName } from "../support/harness.js";
+import { callTool, connectMcp, mcpWays } from "../support/mcp-clients.js";
 
 /** The MCP tools' own behaviour: delivery, role-dependent listing, bad input, /mcp's door. */
 describeEachDatabase("MCP: tools", (env) => {

@@ -6,9 +6,9 @@ import {
   RequestKind,
   RequestStatus,
   TaskStatus,
-} from "../gen/team/v1/enums_pb.js";
-import type { SubscribeResponse } from "../gen/team/v1/team_service_pb.js";
-import { describeEachDatabase, uniqueName } from "./support/harness.js";
+} from "../../gen/team/v1/enums_pb.js";
+import type { SubscribeResponse } from "../../gen/team/v1/team_service_pb.js";
+import { describeEachDatabase, uniqueName } from "../support/harness.js";
 import {
   inbox,
   kindOf,
@@ -18,8 +18,8 @@ import {
   shutdownRequest,
   shutdownResponse,
   text,
-} from "./support/protocol-helpers.js";
-import { subscribedBeyond } from "./support/subscribed.js";
+} from "../support/protocol-helpers.js";
+import { subscribedBeyond } from "../support/subscribed.js";
 
 /** Reads a stream to its end; returns what came and how it ended. */
 async function drain(stream: AsyncIterable<SubscribeResponse>) {

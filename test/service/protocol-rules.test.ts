@@ -1,13 +1,13 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { MemberStatus, RequestStatus, TaskStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope } from "../gen/team/v1/records_pb.js";
+import { MemberStatus, RequestStatus, TaskStatus } from "../../gen/team/v1/enums_pb.js";
+import type { Envelope } from "../../gen/team/v1/records_pb.js";
 import {
   describeEachDatabase,
   type Protocol,
   raceTitle,
   type TeamClient,
-} from "./support/harness.js";
+} from "../support/harness.js";
 import {
   inbox,
   kindOf,
@@ -18,7 +18,7 @@ import {
   shutdownRequest,
   shutdownResponse,
   text,
-} from "./support/protocol-helpers.js";
+} from "../support/protocol-helpers.js";
 
 const task = (status: TaskStatus) => ({
   kind: { case: "taskNotification" as const, value: { taskId: "t1", status, description: "d" } },

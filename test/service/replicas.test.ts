@@ -1,11 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { RequestStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope } from "../gen/team/v1/records_pb.js";
-import { migrate } from "../server/store/migrate.js";
-import { createPgDatabase } from "../server/store/pg-database.js";
-import { createScratchPgDatabase } from "./support/databases.js";
-import { startTestEnv, type TeamClient, type TestEnv, uniqueName } from "./support/harness.js";
+import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import type { Envelope } from "../../gen/team/v1/records_pb.js";
+import { migrate } from "../../server/store/migrate.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createScratchPgDatabase } from "../support/databases.js";
+import { startTestEnv, type TeamClient, type TestEnv, uniqueName } from "../support/harness.js";
 import {
   inbox,
   planRequest,
@@ -13,8 +13,8 @@ import {
   shutdownRequest,
   shutdownResponse,
   text,
-} from "./support/protocol-helpers.js";
-import { awaitingBeyond, subscribedBeyond } from "./support/subscribed.js";
+} from "../support/protocol-helpers.js";
+import { awaitingBeyond, subscribedBeyond } from "../support/subscribed.js";
 
 type Replica = TestEnv & { close(): Promise<void> };
 

@@ -1,11 +1,11 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { RequestKind, RequestStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
-import { DEFAULT_SWEEP_INTERVAL_MS } from "../server/app.js";
-import { MAX_TTL_MS } from "../server/domain/limits.js";
-import { describeEachDatabase, type TeamClient, type TestEnv } from "./support/harness.js";
+import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
+import { DEFAULT_SWEEP_INTERVAL_MS } from "../../server/app.js";
+import { MAX_TTL_MS } from "../../server/domain/limits.js";
+import { describeEachDatabase, type TeamClient, type TestEnv } from "../support/harness.js";
 import {
   inbox,
   kindOf,
@@ -15,7 +15,7 @@ import {
   requestRecord,
   shutdownRequest,
   text,
-} from "./support/protocol-helpers.js";
+} from "../support/protocol-helpers.js";
 
 /** Small per-kind defaults, different from each other and from the built-in ones. */
 const SHUTDOWN_DEFAULT_MS = 1_500;

@@ -1,9 +1,9 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { RequestKind, RequestStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
-import { databaseKinds, openTestDatabase } from "./support/databases.js";
-import { describeEachDatabase, startTestEnv, type TeamClient } from "./support/harness.js";
+import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
+import { databaseKinds, openTestDatabase } from "../support/databases.js";
+import { describeEachDatabase, startTestEnv, type TeamClient } from "../support/harness.js";
 import {
   inbox,
   kindOf,
@@ -14,8 +14,8 @@ import {
   requestRecord,
   shutdownRequest,
   shutdownResponse,
-} from "./support/protocol-helpers.js";
-import { awaitingBeyond } from "./support/subscribed.js";
+} from "../support/protocol-helpers.js";
+import { awaitingBeyond } from "../support/subscribed.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,7 +1,7 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { describeEachDatabase, uniqueName } from "./support/harness.js";
-import { refused, text } from "./support/protocol-helpers.js";
+import { describeEachDatabase, uniqueName } from "../support/harness.js";
+import { refused, text } from "../support/protocol-helpers.js";
 
 describeEachDatabase("rules: size-shape and server-only", (env) => {
   it("refuses badly shaped team, lead and member names, naming the field", async () => {

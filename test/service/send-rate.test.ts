@@ -1,11 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
-import { parseConfig } from "../server/config.js";
-import { RetryInfoSchema } from "../server/interceptors/retry-info.js";
-import { createSendRateLimiter } from "../server/interceptors/send-rate.js";
-import { describeEachDatabase } from "./support/harness.js";
-import { inbox, planRequest, text } from "./support/protocol-helpers.js";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { parseConfig } from "../../server/config.js";
+import { RetryInfoSchema } from "../../server/interceptors/retry-info.js";
+import { createSendRateLimiter } from "../../server/interceptors/send-rate.js";
+import { describeEachDatabase } from "../support/harness.js";
+import { inbox, planRequest, text } from "../support/protocol-helpers.js";
 
 describe("send-rate limiter (a token bucket per member)", () => {
   it("allows a burst, then one send per 1/rate seconds, and says how long to wait", () => {

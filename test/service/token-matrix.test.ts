@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { create, type DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import {
   describeEachDatabase,
   type Protocol,
@@ -11,9 +11,9 @@ import {
   type TestEnv,
   type TestTeam,
   uniqueName,
-} from "./support/harness.js";
-import { planRequest, planResponse, shutdownRequest, text } from "./support/protocol-helpers.js";
-import { describeDiff, diffSnapshots, snapshotTeam } from "./support/team-snapshot.js";
+} from "../support/harness.js";
+import { planRequest, planResponse, shutdownRequest, text } from "../support/protocol-helpers.js";
+import { describeDiff, diffSnapshots, snapshotTeam } from "../support/team-snapshot.js";
 
 /**
  * Every TeamService RPC against every kind of bad credential, over every protocol the server

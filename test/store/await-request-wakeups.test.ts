@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RequestStatus } from "../gen/team/v1/enums_pb.js";
-import { createRequestWaiters } from "../server/inbox/request-waiters.js";
-import type { Database, Queryable } from "../server/store/database.js";
-import { databaseKinds, openTestDatabase, type TestDatabase } from "./support/databases.js";
-import { startTestEnv, type TestEnv } from "./support/harness.js";
-import { planRequest } from "./support/protocol-helpers.js";
+import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { createRequestWaiters } from "../../server/inbox/request-waiters.js";
+import type { Database, Queryable } from "../../server/store/database.js";
+import { databaseKinds, openTestDatabase, type TestDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv } from "../support/harness.js";
+import { planRequest } from "../support/protocol-helpers.js";
 
 /**
  * The real database, with a count of the statements that read one request's record (the

@@ -2,7 +2,7 @@ import { access, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openEmbeddedDatabase } from "../server/store/embedded-database.js";
+import { openEmbeddedDatabase } from "../../server/store/embedded-database.js";
 
 describe("the embedded database in a data folder", () => {
   const folders: string[] = [];

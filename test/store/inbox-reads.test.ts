@@ -1,8 +1,8 @@
 import { expect, it } from "vitest";
-import { readInboxes } from "../server/store/inbox.js";
-import { describeEachDatabase } from "./support/harness.js";
-import { planRequest, text } from "./support/protocol-helpers.js";
-import { subscribedBeyond } from "./support/subscribed.js";
+import { readInboxes } from "../../server/store/inbox.js";
+import { describeEachDatabase } from "../support/harness.js";
+import { planRequest, text } from "../support/protocol-helpers.js";
+import { subscribedBeyond } from "../support/subscribed.js";
 
 describeEachDatabase("grouped inbox reads (live subscriptions woken together)", (env) => {
   async function memberIds(team: string) {

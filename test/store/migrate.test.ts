@@ -1,12 +1,12 @@
 import { readdir } from "node:fs/promises";
 import { describe, expect, inject, it } from "vitest";
-import type { Database } from "../server/store/database.js";
-import { openEmbeddedDatabase } from "../server/store/embedded-database.js";
-import { loadMigrations, type Migration, migrate } from "../server/store/migrate.js";
-import { createPgDatabase } from "../server/store/pg-database.js";
-import { createScratchPgDatabase } from "./support/databases.js";
+import type { Database } from "../../server/store/database.js";
+import { openEmbeddedDatabase } from "../../server/store/embedded-database.js";
+import { loadMigrations, type Migration, migrate } from "../../server/store/migrate.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createScratchPgDatabase } from "../support/databases.js";
 
-const migrationsDir = new URL("../server/store/migrations/", import.meta.url);
+const migrationsDir = new URL("../../server/store/migrations/", import.meta.url);
 
 /** The tables the shipped migrations create, by name. */
 function tablesCreatedBy(migrations: Migration[]): string[] {

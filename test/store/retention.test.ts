@@ -1,12 +1,12 @@
 import { expect, it } from "vitest";
-import { parseConfig } from "../server/config.js";
-import { describeEachDatabase } from "./support/harness.js";
+import { parseConfig } from "../../server/config.js";
+import { describeEachDatabase } from "../support/harness.js";
 import {
   inbox,
   planRequest,
   planResponse,
   text as textMessage,
-} from "./support/protocol-helpers.js";
+} from "../support/protocol-helpers.js";
 
 const DAY = 86_400_000;
 

@@ -1,11 +1,11 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { DomainError, RuleViolationError } from "../server/errors.js";
-import { readInbox } from "../server/store/inbox.js";
-import type { SendResult } from "../server/store/send.js";
-import { sendBatch } from "../server/store/send-batch.js";
-import { describeEachDatabase } from "./support/harness.js";
-import { inbox, refused, text } from "./support/protocol-helpers.js";
+import { DomainError, RuleViolationError } from "../../server/errors.js";
+import { readInbox } from "../../server/store/inbox.js";
+import type { SendResult } from "../../server/store/send.js";
+import { sendBatch } from "../../server/store/send-batch.js";
+import { describeEachDatabase } from "../support/harness.js";
+import { inbox, refused, text } from "../support/protocol-helpers.js";
 
 const body = (s: string) => new TextEncoder().encode(s);
 

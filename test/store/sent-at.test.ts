@@ -1,7 +1,7 @@
 import { expect, it } from "vitest";
-import { appendToInboxes } from "../server/store/send.js";
-import { describeEachDatabase } from "./support/harness.js";
-import { inbox } from "./support/protocol-helpers.js";
+import { appendToInboxes } from "../../server/store/send.js";
+import { describeEachDatabase } from "../support/harness.js";
+import { inbox } from "../support/protocol-helpers.js";
 
 describeEachDatabase("an envelope's sent_at", (env) => {
   it("is when the message was stored, not when its transaction began", async () => {

@@ -1,7 +1,7 @@
 import { expect, it } from "vitest";
-import { readInbox } from "../server/store/inbox.js";
-import { sendMessage } from "../server/store/send.js";
-import { describeEachDatabase } from "./support/harness.js";
+import { readInbox } from "../../server/store/inbox.js";
+import { sendMessage } from "../../server/store/send.js";
+import { describeEachDatabase } from "../support/harness.js";
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

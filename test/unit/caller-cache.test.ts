@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Caller } from "../server/caller.js";
-import { createCallerCache } from "../server/interceptors/caller-cache.js";
+import type { Caller } from "../../server/caller.js";
+import { createCallerCache } from "../../server/interceptors/caller-cache.js";
 
 const caller = (id: number): Caller => ({
   id,

@@ -7,16 +7,16 @@ import {
   type HandlerContext,
 } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createBackoff } from "../client/backoff.js";
-import { createInbox, type InboxStatus } from "../client/inbox.js";
-import { TeamError } from "../client/team-error.js";
-import { EnvelopeSchema } from "../gen/team/v1/records_pb.js";
+import { createBackoff } from "../../client/backoff.js";
+import { createInbox, type InboxStatus } from "../../client/inbox.js";
+import { TeamError } from "../../client/team-error.js";
+import { EnvelopeSchema } from "../../gen/team/v1/records_pb.js";
 import {
   type SubscribeRequest,
   type SubscribeResponse,
   SubscribeResponseSchema,
   TeamService,
-} from "../gen/team/v1/team_service_pb.js";
+} from "../../gen/team/v1/team_service_pb.js";
 
 /**
  * The inbox iterator's recovery logic, against a scripted Subscribe on an in-memory

@@ -2,10 +2,15 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { createPromptReader, describeEnvelope, toPromptText } from "../client/index.js";
-import { PermissionMode, RequestKind, RequestStatus, TaskStatus } from "../gen/team/v1/enums_pb.js";
-import type { MessageSchema } from "../gen/team/v1/message_pb.js";
-import { EnvelopeSchema } from "../gen/team/v1/records_pb.js";
+import { createPromptReader, describeEnvelope, toPromptText } from "../../client/index.js";
+import {
+  PermissionMode,
+  RequestKind,
+  RequestStatus,
+  TaskStatus,
+} from "../../gen/team/v1/enums_pb.js";
+import type { MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { EnvelopeSchema } from "../../gen/team/v1/records_pb.js";
 
 /** What toPromptText gives an LLM agent, for every kind of envelope. */
 

@@ -4,14 +4,14 @@ import { join } from "node:path";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { parseConfig } from "../server/config.js";
-import { MAX_TTL_MS, MIN_TTL_MS } from "../server/domain/limits.js";
-import { silentLogger } from "../server/logger.js";
-import { run } from "../server/main.js";
-import { createScratchPgDatabase, databaseKinds } from "./support/databases.js";
-import { transportFor } from "./support/harness.js";
-import { planRequest, shutdownRequest } from "./support/protocol-helpers.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { parseConfig } from "../../server/config.js";
+import { MAX_TTL_MS, MIN_TTL_MS } from "../../server/domain/limits.js";
+import { silentLogger } from "../../server/logger.js";
+import { run } from "../../server/main.js";
+import { createScratchPgDatabase, databaseKinds } from "../support/databases.js";
+import { transportFor } from "../support/harness.js";
+import { planRequest, shutdownRequest } from "../support/protocol-helpers.js";
 
 /** The error parseConfig throws (commander's, with exitOverride), and what it printed. */
 function parseError(argv: string[], env: NodeJS.ProcessEnv) {

@@ -1,8 +1,8 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
-import { DomainError, RuleViolationError } from "../server/errors.js";
-import { toConnectError } from "../server/interceptors/error-mapping.js";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { DomainError, RuleViolationError } from "../../server/errors.js";
+import { toConnectError } from "../../server/interceptors/error-mapping.js";
 
 describe("error mapping (the one place errors become Connect errors)", () => {
   it("keeps a domain error's message and gives it its code", () => {

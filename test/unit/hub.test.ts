@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createInboxHub } from "../server/inbox/hub.js";
+import { createInboxHub } from "../../server/inbox/hub.js";
 
 describe("inbox hub (in-process wake-ups)", () => {
   it("counts a wake that arrives before the wait, so a commit during a read is not missed", async () => {

@@ -1,6 +1,6 @@
 import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { MessageSchema } from "../gen/team/v1/message_pb.js";
+import { MessageSchema } from "../../gen/team/v1/message_pb.js";
 import {
   AckRequestSchema,
   AddMemberRequestSchema,
@@ -9,11 +9,11 @@ import {
   SendRequestSchema,
   SubscribeRequestSchema,
   TeamService,
-} from "../gen/team/v1/team_service_pb.js";
-import type { Caller } from "../server/caller.js";
-import { MAX_SEQ, MAX_TEXT_BYTES } from "../server/domain/limits.js";
-import { RuleViolationError } from "../server/errors.js";
-import { checkRules, type RuleCall } from "../server/interceptors/rules.js";
+} from "../../gen/team/v1/team_service_pb.js";
+import type { Caller } from "../../server/caller.js";
+import { MAX_SEQ, MAX_TEXT_BYTES } from "../../server/domain/limits.js";
+import { RuleViolationError } from "../../server/errors.js";
+import { checkRules, type RuleCall } from "../../server/interceptors/rules.js";
 
 // The stateless rules table called directly: no server, no database. The end-to-end rule
 // suites (rules.test.ts, protocol-rules.test.ts) show the same refusals on the wire.

@@ -1,7 +1,7 @@
 import type http2 from "node:http2";
 import { Writable } from "node:stream";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { guardSlowStream } from "../server/http/slow-consumer-guard.js";
+import { guardSlowStream } from "../../server/http/slow-consumer-guard.js";
 
 /** A real Node stream that never drains: every write after the first fills its buffer. */
 function stalledStream() {

@@ -5,17 +5,17 @@ import { type DescMethod, fromBinary, fromJsonString } from "@bufbuild/protobuf"
 import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { rules } from "../server/interceptors/rules.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { rules } from "../../server/interceptors/rules.js";
 import {
   type Credential,
   type FuzzCase,
   type FuzzWorld,
   M,
   makeCase,
-} from "./support/fuzz-inputs.js";
-import { describeEachDatabase, type Protocol } from "./support/harness.js";
-import { planRequest, planResponse, shutdownRequest, text } from "./support/protocol-helpers.js";
+} from "../support/fuzz-inputs.js";
+import { describeEachDatabase, type Protocol } from "../support/harness.js";
+import { planRequest, planResponse, shutdownRequest, text } from "../support/protocol-helpers.js";
 import {
   codeName,
   envelope,
@@ -29,14 +29,14 @@ import {
   type RawOutcome,
   type RawRequest,
   type Verdict,
-} from "./support/raw-rpc.js";
+} from "../support/raw-rpc.js";
 import {
   describeDiff,
   diffSnapshots,
   snapshotTeam,
   type TeamDiff,
   type TeamSnapshot,
-} from "./support/team-snapshot.js";
+} from "../support/team-snapshot.js";
 
 /**
  * Hostile input (issue 6): thousands of random and mutated requests to every TeamService RPC,

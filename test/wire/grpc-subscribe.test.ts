@@ -3,12 +3,12 @@ import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
-import { SubscribeRequestSchema, TeamService } from "../gen/team/v1/team_service_pb.js";
-import { describeEachDatabase, type Protocol, type TeamClient } from "./support/harness.js";
-import { text } from "./support/protocol-helpers.js";
-import { codeName, envelope, H2Client, hasCompleteFrame, judgeGrpc } from "./support/raw-rpc.js";
-import { subscribedBeyond, subscriptionsAtMost } from "./support/subscribed.js";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { SubscribeRequestSchema, TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { describeEachDatabase, type Protocol, type TeamClient } from "../support/harness.js";
+import { text } from "../support/protocol-helpers.js";
+import { codeName, envelope, H2Client, hasCompleteFrame, judgeGrpc } from "../support/raw-rpc.js";
+import { subscribedBeyond, subscriptionsAtMost } from "../support/subscribed.js";
 
 /**
  * gRPC Subscribe is served by server/streaming/grpc-subscribe.ts, outside connect-node's

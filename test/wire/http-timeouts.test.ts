@@ -1,7 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningServer, startServer } from "../server/http/http-server.js";
-import { silentLogger } from "../server/logger.js";
+import { type RunningServer, startServer } from "../../server/http/http-server.js";
+import { silentLogger } from "../../server/logger.js";
 
 /** A raw TCP client: what it is sent, and when the server hangs up. */
 function rawConnection(port: number) {

@@ -2,11 +2,11 @@ import http from "node:http";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { pino } from "pino";
 import { expect, it } from "vitest";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { startServer } from "../server/http/http-server.js";
-import { describeEachDatabase, type Protocol, transportFor } from "./support/harness.js";
-import { text } from "./support/protocol-helpers.js";
-import { envelope, h1Request, judgeConnectStream, type RawRequest } from "./support/raw-rpc.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { startServer } from "../../server/http/http-server.js";
+import { describeEachDatabase, type Protocol, transportFor } from "../support/harness.js";
+import { text } from "../support/protocol-helpers.js";
+import { envelope, h1Request, judgeConnectStream, type RawRequest } from "../support/raw-rpc.js";
 
 /**
  * Answers sent before the request body is in (server/http/oversized-request-bodies.ts): the

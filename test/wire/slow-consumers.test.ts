@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { databaseKinds, openTestDatabase, type TestDatabase } from "./support/databases.js";
-import { startTestEnv, type TestEnv, transportFor } from "./support/harness.js";
-import { text } from "./support/protocol-helpers.js";
-import { startTcpProxy } from "./support/tcp-proxy.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { databaseKinds, openTestDatabase, type TestDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv, transportFor } from "../support/harness.js";
+import { text } from "../support/protocol-helpers.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
 
 async function eventually(what: string, check: () => boolean, ms = 15_000) {
   const deadline = Date.now() + ms;

@@ -1,14 +1,14 @@
 import http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
-import { parseConfig } from "../server/config.js";
-import { type RunningServer, startServer } from "../server/http/http-server.js";
-import { silentLogger } from "../server/logger.js";
-import { waitFor } from "./support/child-server.js";
-import { describeEachDatabase, type Protocol } from "./support/harness.js";
-import { text } from "./support/protocol-helpers.js";
-import { openSubscription } from "./support/subscription-reader.js";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { parseConfig } from "../../server/config.js";
+import { type RunningServer, startServer } from "../../server/http/http-server.js";
+import { silentLogger } from "../../server/logger.js";
+import { waitFor } from "../support/child-server.js";
+import { describeEachDatabase, type Protocol } from "../support/harness.js";
+import { text } from "../support/protocol-helpers.js";
+import { openSubscription } from "../support/subscription-reader.js";
 
 describeEachDatabase(
   "subscriptions per member",

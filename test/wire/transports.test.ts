@@ -1,14 +1,14 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import {
   describeEachDatabase,
   type Protocol,
   transportFor,
   uniqueName,
-} from "./support/harness.js";
-import { subscribedBeyond } from "./support/subscribed.js";
+} from "../support/harness.js";
+import { subscribedBeyond } from "../support/subscribed.js";
 
 const protocols: Protocol[] = ["grpc", "connect", "connect-h1", "grpc-web"];
 
