@@ -1,6 +1,6 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import { expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
 import { DEFAULT_SWEEP_INTERVAL_MS } from "../../server/app.js";
@@ -10,10 +10,12 @@ import {
   inbox,
   kindOf,
   planRequest,
+  planResponse,
   pollStatus,
   refused,
   requestRecord,
   shutdownRequest,
+  shutdownResponse,
   text,
 } from "../support/protocol-helpers.js";
 
@@ -40,13 +42,15 @@ function expectDeadline(r: RequestRecord, ttlMs: number) {
   expect(micros(r.expiresAt) - micros(r.createdAt), `request ${r.requestId}`).toBe(ttlMs * 1000);
 }
 
+/** The request_update envelopes about one request. */
+const updatesFor = (envelopes: Envelope[], requestId: string) =>
+  envelopes.filter((e) => e.requestId === requestId && kindOf(e.message) === "requestUpdate");
+
 /** The request_updates about `requestId` in a member's inbox, once there is one (or 10 s). */
 async function updatesWithin(client: TeamClient, requestId: string): Promise<Envelope[]> {
   const until = Date.now() + 10_000;
   for (;;) {
-    const updates = (await inbox(client)).filter(
-      (e) => e.requestId === requestId && kindOf(e.message) === "requestUpdate",
-    );
+    const updates = updatesFor(await inbox(client), requestId);
     if (updates.length > 0 || Date.now() > until) return updates;
     await sleep(50);
   }
@@ -89,12 +93,14 @@ async function countRequests(env: TestEnv, team: string): Promise<bigint> {
 }
 
 /**
- * Deadlines (issue 3, item 4): a per-kind default when the request gives no ttl (the app's
- * `protocols.defaultTtlMs`, from SHUTDOWN_TTL_MS / PLAN_APPROVAL_TTL_MS), a per-request ttl
- * within [1 s, 7 days] otherwise, and the expiry sweeper at its default interval.
+ * Deadlines and expiry, the one home of both: a per-kind default when the request gives no
+ * ttl (the app's `protocols.defaultTtlMs`, from SHUTDOWN_TTL_MS / PLAN_APPROVAL_TTL_MS), a
+ * per-request ttl within [1 s, 7 days] otherwise, the expiry sweeper at its default interval,
+ * what an expired request still allows (nothing), and an answer racing the deadline.
+ * AwaitRequest's own expiry case is with the other request RPCs in requests.test.ts.
  */
 describeEachDatabase(
-  "request deadlines: per-kind defaults, per-request ttl, prompt expiry",
+  "request deadlines: per-kind defaults, per-request ttl, expiry",
   (env) => {
     it("a request without a ttl gets its kind's configured default and expires at it", async () => {
       const t = await env().team("alice");
@@ -260,9 +266,171 @@ describeEachDatabase(
         expect(micros(heard.sentAt)).toBeGreaterThanOrEqual(micros(r.expiresAt));
       }
     });
+
+    describe("expiry", () => {
+      it("an unanswered shutdown_request expires; the lead is told with a request_update; a late response is refused once-only and stores nothing", async () => {
+        const t = await env().team("alice");
+        const alice = t.member("alice").client;
+        const sent = await t.lead.send({
+          to: "alice",
+          message: shutdownRequest("wrap up"),
+          ttl: { seconds: 1n },
+        });
+        const pending = await requestRecord(t.lead, sent.requestId);
+        expect(pending.status).toBe(RequestStatus.PENDING);
+        expectDeadline(pending, 1_000);
+
+        const seen = await pollStatus(t.lead, sent.requestId, RequestStatus.EXPIRED);
+        expect(seen.status).toBe(RequestStatus.EXPIRED);
+
+        // The sweeper has run once the update is in the lead's inbox.
+        expect(await updatesWithin(t.lead, sent.requestId)).toHaveLength(1);
+        const leadInbox = await inbox(t.lead);
+        const expired = await requestRecord(t.lead, sent.requestId);
+        expect(expired.status).toBe(RequestStatus.EXPIRED);
+        expect(expired.resolvedAt).toBeDefined();
+        expect(expired.response).toBeUndefined();
+        expect(leadInbox).toHaveLength(1);
+        expect(leadInbox[0]).toMatchObject({
+          from: "",
+          to: "team-lead",
+          requestId: sent.requestId,
+          team: t.name,
+        });
+        expect(leadInbox[0]?.message?.kind).toEqual({
+          case: "requestUpdate",
+          value: expect.objectContaining({
+            requestId: sent.requestId,
+            kind: RequestKind.SHUTDOWN,
+            status: RequestStatus.EXPIRED,
+          }),
+        });
+        const aliceBefore = await inbox(alice);
+        expect(aliceBefore.map((e) => kindOf(e.message))).toEqual(["shutdownRequest"]);
+
+        for (const approve of [true, false]) {
+          const late = await refused(() =>
+            alice.send({
+              to: "team-lead",
+              message: shutdownResponse(sent.requestId, approve, "too late"),
+            }),
+          );
+          expect(late.code).toBe(Code.FailedPrecondition);
+          expect(late.message).toMatch(/^once-only: /);
+          expect(late.message).toContain("expired");
+          expect(late.detail?.rule).toBe("once-only");
+        }
+        // Nothing was stored for the refused calls: the lead's inbox holds only the update,
+        // alice's only the request; the record is unchanged and alice still works.
+        expect(await inbox(t.lead)).toEqual(leadInbox);
+        expect(await inbox(alice)).toEqual(aliceBefore);
+        expect(await requestRecord(alice, sent.requestId)).toEqual(expired);
+        expect((await alice.listMembers({})).members.length).toBe(2);
+
+        // Nor can an expired request be canceled.
+        const cancel = await refused(() => t.lead.cancelRequest({ requestId: sent.requestId }));
+        expect(cancel.code).toBe(Code.FailedPrecondition);
+        expect(cancel.message).toContain("expired");
+        expect(cancel.detail?.rule).toBe("once-only");
+      });
+
+      it("a response racing the deadline: exactly one of the answer and the expiry takes effect", async () => {
+        const rounds = 8;
+        const outcomes = await Promise.all(
+          Array.from({ length: rounds }, async (_, i) => {
+            const t = await env().team("coder");
+            const coder = t.member("coder").client;
+            const sent = await coder.send({
+              to: "team-lead",
+              message: planRequest(`plan ${i}`),
+              ttl: { seconds: 3n },
+            });
+            // Answer at a moment spread over 0..5 s after the request opened: the first round
+            // lands well before the 3 s deadline and the last well after it, whatever the load
+            // (so both outcomes occur, asserted below); the rounds between race the sweeper.
+            await sleep(Math.round((5_000 * i) / (rounds - 1)));
+            const approve = i % 2 === 0;
+            const answer = await t.lead
+              .send({ to: "coder", message: planResponse(sent.requestId, approve, "ok") })
+              .then(
+                () => undefined,
+                (e: unknown) => e,
+              );
+            // A refused answer: wait for the sweeper's expiry notice. Not for the status: a
+            // record past its deadline reads as expired before the sweeper has run.
+            let coderInbox = await inbox(coder);
+            for (let tries = 0; answer !== undefined && tries < 400; tries++) {
+              if (updatesFor(coderInbox, sent.requestId).length > 0) break;
+              await sleep(25);
+              coderInbox = await inbox(coder);
+            }
+            const r = await requestRecord(t.lead, sent.requestId);
+            const responses = coderInbox.filter(
+              (e) => e.requestId === sent.requestId && kindOf(e.message) === "planApprovalResponse",
+            );
+            const updates = updatesFor(coderInbox, sent.requestId);
+            if (answer === undefined) {
+              expect(r.status, `round ${i}`).toBe(
+                approve ? RequestStatus.APPROVED : RequestStatus.REJECTED,
+              );
+              expect(kindOf(r.response)).toBe("planApprovalResponse");
+              expect(responses, `round ${i}`).toHaveLength(1);
+              expect(updates, `round ${i}`).toHaveLength(0);
+              return "answered";
+            }
+            const refusal = await refused(() => Promise.reject(answer));
+            expect(refusal.code, `round ${i}: ${refusal.message}`).toBe(Code.FailedPrecondition);
+            expect(refusal.message).toMatch(/^once-only: /);
+            expect(refusal.detail?.rule).toBe("once-only");
+            expect(r.status, `round ${i}`).toBe(RequestStatus.EXPIRED);
+            expect(r.response).toBeUndefined();
+            expect(responses, `round ${i}`).toHaveLength(0);
+            expect(updates, `round ${i}`).toHaveLength(1);
+            expect(updates[0]?.message?.kind.value).toMatchObject({
+              requestId: sent.requestId,
+              kind: RequestKind.PLAN_APPROVAL,
+              status: RequestStatus.EXPIRED,
+            });
+            return "expired";
+          }),
+        );
+        expect(outcomes).toHaveLength(rounds);
+        // The window was hit from both sides: some answers won, some expiries did.
+        expect(new Set(outcomes), outcomes.join(",")).toEqual(new Set(["answered", "expired"]));
+      });
+    });
   },
   // The app's default sweep interval (no sweepIntervalMs), small per-kind default ttls.
   {
     protocols: { defaultTtlMs: { shutdown: SHUTDOWN_DEFAULT_MS, plan_approval: PLAN_DEFAULT_MS } },
   },
+);
+
+describeEachDatabase(
+  "request deadlines: an expired record is final (sweeper run by hand)",
+  (env) => {
+    // Before the sweeper runs, a request past its deadline already reads as EXPIRED with
+    // resolved_at = expires_at; the sweep that then moves the row must store that same
+    // resolved_at (expires_at), so the final record never changes once a reader saw it.
+    it("resolved_at of an expired request does not change when the sweeper catches up", async () => {
+      const t = await env().team("alice");
+      const sent = await t.lead.send({
+        to: "alice",
+        message: shutdownRequest(),
+        ttl: { seconds: 1n },
+      });
+      const before = await pollStatus(t.lead, sent.requestId, RequestStatus.EXPIRED);
+      expect(before.status).toBe(RequestStatus.EXPIRED);
+      expect(before.resolvedAt).toBeDefined();
+      // Let the clock move on, so a sweep that stored its own now() as resolved_at shows.
+      await sleep(200);
+      expect(await env().app.sweeper.sweep()).toBeGreaterThanOrEqual(1);
+      const after = await requestRecord(t.lead, sent.requestId);
+      expect(after.status).toBe(RequestStatus.EXPIRED);
+      expect(updatesFor(await inbox(t.lead), sent.requestId)).toHaveLength(1);
+      expect(after.resolvedAt, "resolved_at changed after the sweep").toEqual(before.resolvedAt);
+    });
+  },
+  // No timer sweeps during this suite: the test sweeps by hand.
+  { sweepIntervalMs: 3_600_000 },
 );
