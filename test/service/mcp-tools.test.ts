@@ -1,13 +1,15 @@
 import { CallToolResultSchema } from "@modelcontextprotocol/sdk/types.js";
 import { describe, expect, it } from "vitest";
 import { createTeamClient, type TeamClient } from "../../client/index.js";
-import { READ_MAX_BYTES } from "../../server/app.js";
 import { waitFor } from "../support/child-server.js";
 import { runTeam } from "../support/cli.js";
 import { describeEachDatabase, uniqueName } from "../support/harness.js";
 import { callTool, connectMcp, mcpWays } from "../support/mcp-clients.js";
 
-/** The MCP tools' own behaviour: delivery, role-dependent listing, bad input, /mcp's door. */
+/**
+ * The MCP tools' own behaviour: delivery, role-dependent listing, bad input, /mcp's 401s.
+ * The server's limits over /mcp (send rate, body size) are in mcp-limits.test.ts.
+ */
 describeEachDatabase("MCP: tools", (env) => {
   async function team(): Promise<{ lead: TeamClient; leadToken: string; token: string }> {
     const anon = createTeamClient({ baseUrl: env().server.url });
@@ -227,19 +229,6 @@ describeEachDatabase("MCP: tools", (env) => {
       const unknown = await post({ authorization: `Bearer tp_${"a".repeat(43)}` });
       expect(unknown.status).toBe(401);
       expect(await unknown.text()).toContain("unknown token");
-    });
-
-    it("shares the RPCs' body-size limit", async () => {
-      const { token } = await team();
-      const big = JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "ping",
-        pad: "x".repeat(READ_MAX_BYTES),
-      });
-      const res = await post({ authorization: `Bearer ${token}` }, big);
-      expect(res.status).toBe(413);
-      expect(await res.text()).toContain(`larger than ${READ_MAX_BYTES} bytes`);
     });
   });
 });
