@@ -55,7 +55,7 @@ describeEachDatabase(
         .then(() => undefined, ConnectError.from);
       expect(err?.code).toBe(Code.ResourceExhausted);
       expect(err?.rawMessage).toMatch(
-        /^send-rate: member "alice" may send 1 message a second \(bursts of 3\); retry in \d+ ms$/,
+        /^send-rate: member "alice" may send 0.01 messages a second \(bursts of 3\); retry in \d+ ms$/,
       );
       expect(err?.findDetails(RuleViolationSchema)[0]?.rule).toBe("send-rate");
       const retry = err?.findDetails(RetryInfoSchema)[0] as
@@ -64,7 +64,7 @@ describeEachDatabase(
       const delayMs =
         Number(retry?.retryDelay?.seconds ?? 0n) * 1000 + (retry?.retryDelay?.nanos ?? 0) / 1e6;
       expect(delayMs).toBeGreaterThan(0);
-      expect(delayMs).toBeLessThanOrEqual(1000);
+      expect(delayMs).toBeLessThanOrEqual(100_000);
 
       // Nothing stored, nothing journaled for the refused one; bob is not slowed by alice.
       expect((await inbox(t.lead)).map((e) => e.message?.kind.value)).toHaveLength(3);
@@ -73,5 +73,6 @@ describeEachDatabase(
       await t.member("bob").client.send({ to: "alice", message: text("unaffected") });
     });
   },
-  { sendRate: { perSecond: 1, burst: 3 } },
+  // One token per 100 s: however slow the machine, no token comes back during the test.
+  { sendRate: { perSecond: 0.01, burst: 3 } },
 );
