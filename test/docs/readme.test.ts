@@ -1,6 +1,6 @@
-import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MemberStatus, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../../gen/team/v1/records_pb.js";
@@ -151,6 +151,27 @@ describe("README.md has the samples this file runs", () => {
     expect(blocksUnder(blocks, "Both flows with `buf curl`", "sh")).toHaveLength(1);
     expect(blocksUnder(blocks, "Client library", "ts")).toHaveLength(1);
     expect(blocksUnder(blocks, "A Python agent", "python")).toHaveLength(1);
+  });
+
+  it("names in its Guarantees table only test files that exist (test/<kind>/<name>.test.ts)", async () => {
+    const readme = await readFile(join(repoRoot, "README.md"), "utf8");
+    const section = readme.slice(
+      readme.indexOf("\n## Guarantees"),
+      readme.indexOf("\n## Performance"),
+    );
+    const rows = section.split("\n").filter((l) => l.startsWith("| **"));
+    expect(rows.length, "the Guarantees table's rows").toBeGreaterThanOrEqual(10);
+    const files = new Set(
+      (await readdir(join(repoRoot, "test"), { recursive: true }))
+        .filter((f) => f.endsWith(".test.ts"))
+        .map((f) => basename(f, ".test.ts")),
+    );
+    for (const row of rows) {
+      const provedBy = row.split("|").at(-2) ?? "";
+      const names = [...provedBy.matchAll(/`([a-z0-9-]+)`/g)].map((m) => m[1] as string);
+      expect(names.length, row.slice(0, 60)).toBeGreaterThan(0);
+      for (const name of names) expect(files, `${row.slice(0, 60)}… names ${name}`).toContain(name);
+    }
   });
 });
 
