@@ -49,13 +49,13 @@ import {
  *   FUZZ_SEED=<n>   replay a run (the seed is printed)
  *   FUZZ_COUNT=<n>  requests per database kind (default 1500)
  *   FUZZ_CASE=<i>   run only case i of the seed, and print it
- *   FUZZ_STRICT=1   do not tolerate the known bugs listed below
+ *
+ * Every error the server logs (Internal, Unavailable) is a finding: no known bug tolerated.
  */
 
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : randomInt(2 ** 31);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 1500);
 const ONLY = process.env.FUZZ_CASE === undefined ? undefined : Number(process.env.FUZZ_CASE);
-const STRICT = process.env.FUZZ_STRICT === "1";
 const CONCURRENCY = 8;
 
 // Server-side errors (Internal, Unavailable) are logged at level error: collect them.
@@ -71,15 +71,8 @@ const logger = pino(
 );
 
 // ---------------------------------------------------------------------------------------
-// Known bugs: server answers that break the pass criterion (never Internal), each shown by
-// an it.fails test below. The storm tolerates a hit only when it matches one exactly.
-
-interface KnownBug {
-  id: string;
-  matches(c: FuzzCase, v: { code: Code; message: string }, request: unknown): boolean;
-}
-
-const KNOWN_BUGS: KnownBug[] = [];
+// Bugs this test found, all fixed; each keeps a test of its own below. None is tolerated:
+// an Internal answer or a logged server error fails the storm.
 
 // K7 (fixed): a call whose error message is huge. connect-es echoes the offending JSON value
 // in the parse error (unbounded). grpc-message is capped at 1 KiB in headers and trailers
@@ -88,14 +81,9 @@ const KNOWN_BUGS: KnownBug[] = [];
 // in no longer loses the race with a connection closed on unread bytes ("response
 // aborted"): the rest of the body is read and dropped (server/http/oversized-request-bodies.ts).
 
-/** Logged server errors that belong to a known bug. */
-const knownLoggedError = (e: (typeof serverErrors)[number]) =>
-  e.code === "Internal" &&
-  // K1, K2 and K6 on Subscribe: a stream's request is parsed inside the interceptor chain,
-  // so the error-mapping interceptor logs them.
-  /^parse binary: |^received compressed envelope, but do not know how to decompress$|^decompression failed$/.test(
-    e.msg ?? "",
-  );
+// K1, K2 and K6 on Subscribe (fixed): a stream's request is decoded inside the interceptor
+// chain, and error mapping logged connect-es's Internal for an undecodable one as a bug of
+// ours; it maps them to InvalidArgument now (server/domain/undecodable-request.ts).
 
 // ---------------------------------------------------------------------------------------
 
@@ -188,7 +176,6 @@ interface Success {
 interface StormResult {
   sent: number;
   findings: string[];
-  knownHits: Map<string, { count: number; example: string }>;
   successes: Success[];
   /** method -> verdict -> count */
   histogram: Map<string, Map<string, number>>;
@@ -460,7 +447,6 @@ describeEachDatabase(
       const result: StormResult = {
         sent: 0,
         findings: [],
-        knownHits: new Map(),
         successes: [],
         histogram: new Map(),
         ms: 0,
@@ -525,14 +511,7 @@ describeEachDatabase(
           return;
         case "error": {
           if (v.code === Code.Internal || v.code === Code.Unknown || v.code === Code.DataLoss) {
-            const bug = STRICT ? undefined : KNOWN_BUGS.find((k) => k.matches(c, v, request));
-            if (!bug) {
-              finding(`${codeName(v.code)}: ${v.message}`);
-              return;
-            }
-            const hit = result.knownHits.get(bug.id) ?? { count: 0, example: describeCase(c) };
-            hit.count++;
-            result.knownHits.set(bug.id, hit);
+            finding(`${codeName(v.code)}: ${v.message}`);
             return;
           }
           if (badCredential) {
@@ -580,9 +559,6 @@ describeEachDatabase(
             `${s.sent} requests in ${s.ms} ms, ${s.successes.length} recorded successes, ` +
             `${keepAliveRetries} HTTP/1.1 keep-alive races retried`,
           ...rows,
-          ...[...s.knownHits].map(
-            ([id, h]) => `  tolerated known bug ${id}: ${h.count} hits, e.g. ${h.example}`,
-          ),
         ].join("\n"),
       );
       expect(s.sent).toBe(ONLY === undefined ? COUNT : 1);
@@ -592,7 +568,7 @@ describeEachDatabase(
           expect(s.histogram.get(m.name), m.name).toBeDefined();
         }
       }
-      const logged = serverErrors.filter((e) => STRICT || !knownLoggedError(e));
+      const logged = serverErrors;
       const findings = [
         ...s.findings,
         ...h2.sessionErrors.map((e) => `HTTP/2 session: ${e}`),
@@ -632,9 +608,7 @@ describeEachDatabase(
     });
 
     // -------------------------------------------------------------------------------------
-    // The known bugs, each on its own: it.fails until the server answers without Internal.
-    // When one starts failing, the bug is fixed: make it a plain `it` and drop its entry in
-    // KNOWN_BUGS.
+    // The bugs the storm found (K1..K7), each on its own, kept as regressions.
 
     /** One hand-made request as the worker: gRPC over HTTP/2, or Connect over HTTP/1.1. */
     const rawCall = async (
@@ -662,11 +636,10 @@ describeEachDatabase(
       if (o.kind !== "response") throw new Error(`no response: ${o.reason}`);
       return grpc ? judgeGrpc(o) : judgeConnectUnary(o);
     };
-    const expectTypedRefusal = (v: Verdict, what: string) => {
+    const expectInvalidArgument = (v: Verdict, what: string) => {
       expect(v.kind, what).toBe("error");
-      if (v.kind === "error") {
-        expect([Code.Internal, Code.Unknown], `${what}: ${verdictText(v)}`).not.toContain(v.code);
-      }
+      if (v.kind === "error")
+        expect(v.code, `${what}: ${verdictText(v)}`).toBe(Code.InvalidArgument);
     };
 
     it("K5: oversized gRPC messages are refused with ResourceExhausted, and later calls on the same HTTP/2 connection still work (was: after 8 of them every call on it failed, ENHANCE_YOUR_CALM)", async () => {
@@ -690,11 +663,11 @@ describeEachDatabase(
     it("K6: a truncated gzip body is refused with InvalidArgument, not Internal (server/http/parse-error-codes.ts)", async () => {
       const gz = gzipSync(Buffer.from('{"name":"someone"}'));
       const cut = gz.subarray(0, gz.length - 8);
-      expectTypedRefusal(
+      expectInvalidArgument(
         await rawCall(M.addMember, "application/json", cut, { "content-encoding": "gzip" }),
         "Connect JSON, content-encoding gzip, truncated",
       );
-      expectTypedRefusal(
+      expectInvalidArgument(
         await rawCall(M.addMember, "application/grpc", envelope(1, cut), {
           "grpc-encoding": "gzip",
         }),
@@ -766,13 +739,16 @@ describeEachDatabase(
       // Two bytes: field 1 (string) claiming 16 bytes, none there. Any truncated or
       // bit-flipped protobuf, or invalid UTF-8 in a string field, gets the same answer.
       const body = Buffer.from([0x0a, 0x10]);
-      expectTypedRefusal(await rawCall(M.addMember, "application/proto", body), "Connect proto");
-      expectTypedRefusal(await rawCall(M.addMember, "application/grpc", envelope(0, body)), "gRPC");
+      expectInvalidArgument(await rawCall(M.addMember, "application/proto", body), "Connect proto");
+      expectInvalidArgument(
+        await rawCall(M.addMember, "application/grpc", envelope(0, body)),
+        "gRPC",
+      );
     });
 
     it("K2: a gRPC envelope with the compressed flag and no grpc-encoding is refused with InvalidArgument, not Internal", async () => {
       const v = await rawCall(M.listMembers, "application/grpc", envelope(1, Buffer.alloc(0)));
-      expectTypedRefusal(v, "gRPC compressed flag, no encoding");
+      expectInvalidArgument(v, "gRPC compressed flag, no encoding");
     });
 
     // Found by this test and fixed (f2f0b39): kept as regressions.
