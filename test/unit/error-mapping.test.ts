@@ -1,0 +1,64 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { DomainError, RuleViolationError } from "../../server/errors.js";
+import { toConnectError } from "../../server/interceptors/error-mapping.js";
+
+describe("error mapping (the one place errors become Connect errors)", () => {
+  it("keeps a domain error's message and gives it its code", () => {
+    const e = toConnectError(
+      new DomainError("permission-denied", "only the team lead may add members"),
+    );
+    expect(e.code).toBe(Code.PermissionDenied);
+    expect(e.rawMessage).toBe("only the team lead may add members");
+  });
+
+  it("gives a rule refusal its RuleViolation detail", () => {
+    const e = toConnectError(
+      new RuleViolationError("no-broadcast", "invalid-argument", "no", "to"),
+    );
+    expect(e.rawMessage).toBe("no-broadcast: no");
+    expect(e.findDetails(RuleViolationSchema)[0]).toMatchObject({
+      rule: "no-broadcast",
+      field: "to",
+    });
+  });
+
+  it("reports an unreachable database as Unavailable and a vanished client as Canceled", () => {
+    expect(toConnectError(Object.assign(new Error("x"), { code: "ECONNREFUSED" })).code).toBe(
+      Code.Unavailable,
+    );
+    expect(toConnectError(Object.assign(new Error("x"), { code: "57P01" })).code).toBe(
+      Code.Unavailable,
+    );
+    expect(
+      toConnectError(
+        Object.assign(new Error("Premature close"), { code: "ERR_STREAM_PREMATURE_CLOSE" }),
+      ).code,
+    ).toBe(Code.Canceled);
+  });
+
+  it("maps connect-es's Internal for an undecodable stream request to InvalidArgument, keeping its message", () => {
+    for (const message of [
+      "parse binary: premature EOF",
+      "received compressed envelope, but do not know how to decompress",
+      "decompression failed",
+    ]) {
+      const original = new ConnectError(message, Code.Internal);
+      const e = toConnectError(original);
+      expect(e.code, message).toBe(Code.InvalidArgument);
+      expect(e.rawMessage).toBe(message);
+      expect(e.cause).toBe(original);
+    }
+    // Any other Internal ConnectError stays Internal.
+    expect(toConnectError(new ConnectError("boom", Code.Internal)).code).toBe(Code.Internal);
+  });
+
+  it("hides anything else behind a generic Internal, keeping the cause for the log", () => {
+    const cause = new Error("SELECT failed: secret detail");
+    const e = toConnectError(cause);
+    expect(e.code).toBe(Code.Internal);
+    expect(e.rawMessage).toBe("internal error");
+    expect(e.cause).toBe(cause);
+  });
+});
