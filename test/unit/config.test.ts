@@ -122,10 +122,9 @@ for (const { kind, skip } of databaseKinds()) {
             [plan.requestId, 9_000],
           ] as const) {
             const r = (await lead.getRequest({ requestId })).request;
-            const deadline = ms(r?.expiresAt) - ms(r?.createdAt);
-            // At least the configured ttl, and nowhere near the built-in defaults (5/30 min).
-            expect(deadline, requestId).toBeGreaterThanOrEqual(ttlMs);
-            expect(deadline, requestId).toBeLessThan(ttlMs + 1_000);
+            // Exactly the configured ttl (both stamps are one clock reading), in whole µs.
+            const deadline = Math.round((ms(r?.expiresAt) - ms(r?.createdAt)) * 1000);
+            expect(deadline, requestId).toBe(ttlMs * 1000);
           }
         } finally {
           await server.stop();
