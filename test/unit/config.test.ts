@@ -1,6 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { createClient } from "@connectrpc/connect";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -121,10 +122,9 @@ for (const { kind, skip } of databaseKinds()) {
             [plan.requestId, 9_000],
           ] as const) {
             const r = (await lead.getRequest({ requestId })).request;
-            const deadline = ms(r?.expiresAt) - ms(r?.createdAt);
-            // At least the configured ttl, and nowhere near the built-in defaults (5/30 min).
-            expect(deadline, requestId).toBeGreaterThanOrEqual(ttlMs);
-            expect(deadline, requestId).toBeLessThan(ttlMs + 1_000);
+            // Exactly the configured ttl (both stamps are one clock reading), in whole µs.
+            const deadline = Math.round((ms(r?.expiresAt) - ms(r?.createdAt)) * 1000);
+            expect(deadline, requestId).toBe(ttlMs * 1000);
           }
         } finally {
           await server.stop();
@@ -137,3 +137,25 @@ for (const { kind, skip } of databaseKinds()) {
     }, 120_000);
   });
 }
+
+describe("config: the slow-consumer cut (SLOW_CONSUMER_TIMEOUT_MS)", () => {
+  it("defaults to 30 s, the value README's configuration table gives, and reads the variable and the flag", async () => {
+    const readme = await readFile(
+      fileURLToPath(new URL("../../README.md", import.meta.url)),
+      "utf8",
+    );
+    const row = readme.split("\n").find((l) => l.startsWith("| `SLOW_CONSUMER_TIMEOUT_MS`"));
+    expect(row, "README's configuration table has the row").toBeDefined();
+    const documented = Number(/\| `(\d+)` \|/.exec(row ?? "")?.[1]);
+    expect(parseConfig([], {}).slowConsumerTimeoutMs).toBe(30_000);
+    expect(documented).toBe(30_000);
+    expect(parseConfig([], { SLOW_CONSUMER_TIMEOUT_MS: "1500" }).slowConsumerTimeoutMs).toBe(1_500);
+    expect(
+      parseConfig(["--slow-consumer-timeout-ms", "2500"], { SLOW_CONSUMER_TIMEOUT_MS: "1500" })
+        .slowConsumerTimeoutMs,
+    ).toBe(2_500);
+    const { err, printed } = parseError([], { SLOW_CONSUMER_TIMEOUT_MS: "soon" });
+    expect(err.exitCode).toBe(1);
+    expect(printed).toContain("SLOW_CONSUMER_TIMEOUT_MS");
+  });
+});

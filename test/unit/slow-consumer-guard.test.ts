@@ -15,16 +15,21 @@ describe("slow-consumer guard", () => {
     vi.useRealTimers();
   });
 
-  it("cuts a stream whose write waited the limit", () => {
-    vi.useFakeTimers();
-    const onCut = vi.fn();
-    const stream = stalledStream();
-    const signal = guardSlowStream(stream, 30_000, onCut);
-    stream.write(new Uint8Array(8));
-    vi.advanceTimersByTime(30_000);
-    expect(onCut).toHaveBeenCalledTimes(1);
-    expect(signal.aborted).toBe(true);
-  });
+  for (const limitMs of [30_000, 1_500]) {
+    it(`cuts a stream whose write waited the limit it was given (${limitMs} ms), not a moment before`, () => {
+      vi.useFakeTimers();
+      const onCut = vi.fn();
+      const stream = stalledStream();
+      const signal = guardSlowStream(stream, limitMs, onCut);
+      stream.write(new Uint8Array(8));
+      vi.advanceTimersByTime(limitMs - 1);
+      expect(onCut).not.toHaveBeenCalled();
+      expect(signal.aborted).toBe(false);
+      vi.advanceTimersByTime(1);
+      expect(onCut).toHaveBeenCalledTimes(1);
+      expect(signal.aborted).toBe(true);
+    });
+  }
 
   it("arms nothing for a write to a stream the client already reset (no cut, no log, 30 s later)", () => {
     vi.useFakeTimers();
