@@ -215,6 +215,87 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
     expect((await waiting).request?.status).toBe(RequestStatus.APPROVED);
   });
 
+  it("two replicas answer the same request at once, round after round: one winner per request, every other attempt refused once-only naming the winner (PostgreSQL only: the embedded database belongs to one process, so two replicas cannot share it, and it runs one transaction at a time)", async () => {
+    const t = await spreadTeam(["p0", "p1"]);
+    // The lead approves through replica 0 and rejects through replica 1 while the requester
+    // cancels through one or the other: three transactions on two processes, each trying to
+    // move the same pending row.
+    const approver = replicas[0]?.client(t.leadToken) as TeamClient;
+    const rejecter = replicas[1]?.client(t.leadToken) as TeamClient;
+    const requesterOn = [t.memberOn(0, "p1"), t.memberOn(1, "p1")] as const;
+    // Warm every connection and caller cache, so that no attempt starts late on a handshake.
+    await Promise.all([approver, rejecter, ...requesterOn].map((c) => c.listMembers({})));
+    const ROUNDS = 30;
+    const attempts = ["approved", "rejected", "canceled"] as const;
+    type Outcome = (typeof attempts)[number];
+    const statusOf = {
+      approved: RequestStatus.APPROVED,
+      rejected: RequestStatus.REJECTED,
+      canceled: RequestStatus.CANCELED,
+    };
+    const wins = { approved: 0, rejected: 0, canceled: 0 };
+    /** true for a once-only refusal naming the winner's status; the error in words otherwise. */
+    const refusedOnce = (e: unknown, winner: Outcome) => {
+      const err = ConnectError.from(e);
+      return err.code === Code.FailedPrecondition &&
+        err.rawMessage.startsWith("once-only: ") &&
+        err.rawMessage.includes(`is already ${winner};`)
+        ? true
+        : `${Code[err.code]} ${err.rawMessage}`;
+    };
+    for (let round = 0; round < ROUNDS; round++) {
+      const { requestId } = await requesterOn[round % 2].send({
+        to: "team-lead",
+        message: planRequest(`plan ${round}`),
+      });
+      // Started in one tick, no await between them.
+      const outcomes = await Promise.allSettled([
+        approver.send({ to: "p1", message: planResponse(requestId, true) }),
+        rejecter.send({ to: "p1", message: planResponse(requestId, false, `no ${round}`) }),
+        requesterOn[(round + 1) % 2].cancelRequest({ requestId }),
+      ]);
+      const won = attempts.filter((_, i) => outcomes[i]?.status === "fulfilled");
+      expect(won, `round ${round}: the attempts that succeeded`).toHaveLength(1);
+      const winner = won[0] as Outcome;
+      wins[winner]++;
+      for (const [i, o] of outcomes.entries()) {
+        if (o.status === "rejected") {
+          expect(refusedOnce(o.reason, winner), `round ${round}: ${attempts[i]} refused`).toBe(
+            true,
+          );
+        }
+      }
+      const record = (await approver.getRequest({ requestId })).request;
+      expect(record?.status, `round ${round}`).toBe(statusOf[winner]);
+    }
+    // What the rounds left in the inboxes: the requester holds exactly one answer for each
+    // request an answer won, the lead exactly one request_update for each one canceled.
+    const answers = (await inbox(requesterOn[0])).filter(
+      (e) => e.message?.kind.case === "planApprovalResponse",
+    );
+    const updates = (await inbox(t.lead)).filter((e) => e.message?.kind.case === "requestUpdate");
+    const requestsNamedTwice = (envelopes: Envelope[]) => {
+      const n = new Map<string, number>();
+      for (const e of envelopes) n.set(e.requestId, (n.get(e.requestId) ?? 0) + 1);
+      return [...n].filter(([, c]) => c > 1).map(([id]) => id);
+    };
+    const approvals = answers.filter(
+      (e) => e.message?.kind.case === "planApprovalResponse" && e.message.kind.value.approve,
+    );
+    expect({
+      answers: answers.length,
+      approvals: approvals.length,
+      updates: updates.length,
+      namedTwice: requestsNamedTwice([...answers, ...updates]),
+    }).toEqual({
+      answers: wins.approved + wins.rejected,
+      approvals: wins.approved,
+      updates: wins.canceled,
+      namedTwice: [],
+    });
+    process.stdout.write(`replica race: ${ROUNDS} rounds, winners ${JSON.stringify(wins)}\n`);
+  });
+
   it("three sweepers expire each overdue request once: one request_update per request", async () => {
     const t = await spreadTeam(["d0", "d1", "d2"]);
     const ids: string[] = [];
