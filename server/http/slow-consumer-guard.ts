@@ -23,9 +23,12 @@ export function contextValuesFor(req: Request) {
  * Ends a response whose client stopped reading, so that a subscriber that never reads
  * cannot make the server hold its inbox in memory. connect-node waits for 'drain' before
  * each write; a response whose write has waited `limitMs` is reset with ENHANCE_YOUR_CALM
- * (grpc clients report RESOURCE_EXHAUSTED, connect-es reports it as an internal stream
- * error), and the request's cut signal aborts, which releases the subscription at once even
- * though the reset only leaves once the network moves again.
+ * over HTTP/2 (grpc-js reports RESOURCE_EXHAUSTED "Bandwidth exhausted or memory limit
+ * exceeded"; connect-es reports Internal "Stream closed with error code
+ * NGHTTP2_ENHANCE_YOUR_CALM", Node's stream error) and its connection closed over HTTP/1.1
+ * (connect-es: Aborted "aborted"); test/wire/slow-consumers.test.ts checks each. The
+ * request's cut signal aborts, which releases the subscription at once even though the
+ * reset only leaves once the network moves again.
  * The client resumes from the last seq it handled; nothing is lost: the inbox is in the
  * database.
  */

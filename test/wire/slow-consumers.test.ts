@@ -5,7 +5,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import type { Database, Queryable } from "../../server/store/database.js";
 import { databaseKinds, openTestDatabase, type TestDatabase } from "../support/databases.js";
-import { startTestEnv, type TestEnv, transportFor } from "../support/harness.js";
+import { grpcJsClient, grpcStatusName } from "../support/grpc-js-client.js";
+import { type Protocol, startTestEnv, type TestEnv, transportFor } from "../support/harness.js";
 import { text } from "../support/protocol-helpers.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 
@@ -22,6 +23,52 @@ function capturedLogger() {
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level: "warn" }, { write: (line: string) => lines.push(JSON.parse(line)) });
   return { logger, lines };
+}
+
+/** A Subscribe stream read to its end in the background, whatever the client library. */
+type CutSeen = { code: string; message: string };
+
+interface CutReader {
+  /** The first event (a heartbeat or an envelope) arrived. */
+  firstEvent: Promise<void>;
+  /** How the stream ended, in the library's own words (code name and message). */
+  ended: Promise<CutSeen | "clean end">;
+  close(): void;
+}
+
+function grpcJsReader(url: string, token: string): CutReader {
+  const client = grpcJsClient(new URL(url).host, token);
+  const stream = client.subscribe(0n);
+  const firstEvent = new Promise<void>((resolve) => stream.once("data", () => resolve()));
+  stream.on("data", () => {}); // keep reading
+  const ended = new Promise<CutSeen | "clean end">((resolve) => {
+    stream.on("error", () => {}); // the status event reports it
+    stream.on("status", (s: { code: number; details: string }) =>
+      resolve(s.code === 0 ? "clean end" : { code: grpcStatusName(s.code), message: s.details }),
+    );
+  });
+  return { firstEvent, ended, close: () => client.close() };
+}
+
+function connectReader(protocol: Protocol) {
+  return (url: string, token: string): CutReader => {
+    const client = createClient(TeamService, transportFor(url, protocol, token));
+    const abort = new AbortController();
+    let first: () => void = () => {};
+    const firstEvent = new Promise<void>((resolve) => {
+      first = resolve;
+    });
+    const ended = (async () => {
+      try {
+        for await (const _ of client.subscribe({ afterSeq: 0n }, { signal: abort.signal })) first();
+        return "clean end" as const;
+      } catch (err) {
+        const ce = ConnectError.from(err);
+        return { code: Code[ce.code], message: ce.rawMessage };
+      }
+    })();
+    return { firstEvent, ended, close: () => abort.abort() };
+  };
 }
 
 /**
@@ -138,8 +185,8 @@ for (const { kind, skip } of databaseKinds()) {
 
         // The client reads again: what was in flight, then the cut. An HTTP/2 reset
         // (ENHANCE_YOUR_CALM) carries no message of ours; connect-es reports it as Internal
-        // naming the reset (grpc-go and grpc-js say RESOURCE_EXHAUSTED), and the TypeScript
-        // client's inbox retries on either, resubscribing from its last seq.
+        // naming the reset (grpc-js says RESOURCE_EXHAUSTED: the cases below), and the
+        // TypeScript client's inbox retries on either, resubscribing from its last seq.
         await proxy.restore();
         let delivered = 0;
         const cutError = await (async () => {
@@ -176,6 +223,69 @@ for (const { kind, skip } of databaseKinds()) {
       done.abort();
       expect(all).toEqual(Array.from({ length: 250 }, (_, i) => BigInt(i + 1)));
     }, 120_000); // 16 MiB of sends on a shared machine: room, not a bound on speed
+
+    // What a client sees when the server cuts it, by client library and protocol. Over
+    // HTTP/2 the cut is an RST_STREAM with ENHANCE_YOUR_CALM, which carries no text of ours:
+    // each library reports it in its own words. grpc-js maps that reset code to
+    // RESOURCE_EXHAUSTED (@grpc/grpc-js src/subchannel-call.ts, on the stream's 'close');
+    // connect-es reports Node's stream error, which comes before the 'close', as Internal.
+    // Over HTTP/1.1 there is no stream to reset: the server destroys the connection, and
+    // connect-es reports Aborted. The TypeScript client's inbox retries on all three.
+    const windowFill = 40; // x 48 KiB: far more than an HTTP/2 client's 64 KiB window
+    // HTTP/1.1 has no flow-control window: the socket buffers on both sides of the proxy
+    // (several MiB each on loopback) must fill before a write waits.
+    const socketFill = 500; // x 48 KiB = 24 MiB
+    const cutClients: [string, (url: string, token: string) => CutReader, number, CutSeen][] = [
+      [
+        "grpc-js (gRPC)",
+        grpcJsReader,
+        windowFill,
+        { code: "RESOURCE_EXHAUSTED", message: "Bandwidth exhausted or memory limit exceeded" },
+      ],
+      [
+        "connect-es, gRPC",
+        connectReader("grpc"),
+        windowFill,
+        { code: "Internal", message: "Stream closed with error code NGHTTP2_ENHANCE_YOUR_CALM" },
+      ],
+      [
+        "connect-es, Connect over HTTP/2",
+        connectReader("connect"),
+        windowFill,
+        { code: "Internal", message: "Stream closed with error code NGHTTP2_ENHANCE_YOUR_CALM" },
+      ],
+      [
+        "connect-es, Connect over HTTP/1.1",
+        connectReader("connect-h1"),
+        socketFill,
+        { code: "Aborted", message: "aborted" },
+      ],
+    ];
+    for (const [client, open, messages, expected] of cutClients) {
+      it(`a cut stream as a ${client} client sees it: ${expected.code} "${expected.message}"`, async () => {
+        const logged = await serve({ slowConsumerTimeoutMs: 500, keepaliveIntervalMs: 3_600_000 });
+        const t = await env.team("cut");
+        const proxy = await startTcpProxy(env.server.port);
+        try {
+          const reader = open(proxy.url, t.member("cut").token);
+          // A heartbeat (100 ms apart here) came through: connection and stream are open.
+          await reader.firstEvent;
+          expect(env.app.hub.size).toBe(1);
+          proxy.stall("to-client");
+          const body = randomBytes(36 * 1024).toString("base64"); // 48 KiB of text
+          for (let i = 0; i < messages; i++) {
+            await t.lead.send({ to: "cut", message: text(`${i}:${body}`) });
+          }
+          await eventually("the stalled subscription to be cut", () => env.app.hub.size === 0);
+          expect(logged.filter((l) => l.event === "slow_consumer_cut")).toHaveLength(1);
+          await proxy.restore(); // the client reads again: what was in flight, then the cut
+          expect(await reader.ended).toEqual(expected);
+          reader.close();
+        } finally {
+          await proxy.close();
+        }
+      }, 120_000); // 24 MiB of sends over HTTP/1.1 on a shared machine: room, not a bound
+    }
 
     // What a stalled stream holds is bounded by the page it read last (256 rows or 1 MiB,
     // server/handlers/subscribe.ts): it reads the next page only once the client took the
