@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import net from "node:net";
 import {
@@ -37,6 +38,7 @@ import {
   shutdownResponse,
 } from "../support/protocol-helpers.js";
 import { envelopesOf, openSubscription } from "../support/subscription-reader.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
 
 /** A generated gRPC client for the server at `baseUrl`, with an optional bearer token. */
 function client(baseUrl: string, token?: string): TeamClient {
@@ -472,6 +474,46 @@ describe("the server as a process", () => {
     );
     expect(server.events("starting")).toEqual([]);
     expect(existsSync(dataDir)).toBe(false);
+  }, 60_000);
+
+  it("SLOW_CONSUMER_TIMEOUT_MS reaches the server: a stalled subscriber is cut, and the cut is logged", async () => {
+    const dataDir = await tempDataDir();
+    // 250 ms instead of the default 30 s. No duration is asserted: the wait below gives up
+    // after 20 s, before the default could cut, so a main.ts that did not pass the value on
+    // fails it.
+    const server = await startServer({
+      DATA_DIR: dataDir,
+      SLOW_CONSUMER_TIMEOUT_MS: "250",
+      HEARTBEAT_INTERVAL_MS: "100",
+    });
+    const proxy = await startTcpProxy(Number(new URL(server.url).port));
+    afterThisTest(() => proxy.close());
+    const created = await client(server.url).createTeam({ team: "stalls" });
+    const lead = client(server.url, created.token);
+    const added = await lead.addMember({ name: "stalled" });
+    const stalled = openSubscription(client(proxy.url, added.token), { afterSeq: 0n });
+    afterThisTest(async () => stalled.close());
+    // A heartbeat came through the proxy: the stream is open; from now on nothing passes.
+    await stalled.next();
+    proxy.stall("to-client");
+    // 40 x 48 KiB: far more than the client's 64 KiB flow-control window.
+    // Random text: a response may be compressed, and repeated letters would shrink to nothing.
+    const body = randomBytes(36 * 1024).toString("base64");
+    for (let i = 0; i < 40; i++) await lead.send({ to: "stalled", message: text(`${i}:${body}`) });
+    const [cut] = await waitFor(
+      "the slow-consumer cut line",
+      20_000,
+      () => {
+        const lines = server.events("slow_consumer_cut");
+        return lines.length > 0 ? lines : undefined;
+      },
+      server,
+    );
+    expect(cut).toMatchObject({
+      path: "/team.v1.TeamService/Subscribe",
+      msg: "cut a response whose client stopped reading; it can resume from its last seq",
+    });
+    expectCleanStop(server, await stopServer(server));
   }, 60_000);
 
   it("an invalid PORT exits non-zero without starting", async () => {
