@@ -1,21 +1,48 @@
 import type { App } from "../../server/app.js";
 
 /**
+ * How long these waits give up after: short of the 30 s test timeout, so that a hook that
+ * never moves fails with what was awaited instead of "Test timed out". A bound on a hang,
+ * not on speed.
+ */
+const GIVE_UP_MS = 20_000;
+
+async function until(what: string, done: () => boolean, state: () => string): Promise<void> {
+  const deadline = Date.now() + GIVE_UP_MS;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (${state()})`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/**
  * Resolves once more than `before` subscriptions of `app` are parked waiting for a wake-up
  * (hub.waiting): such a stream has read its backlog, so a message sent from then on can
  * only reach it live. Tests wait for this event instead of sleeping and hoping. Pass the
  * count read before opening the stream.
  */
 export async function subscribedBeyond(app: App, before: number): Promise<void> {
-  while (app.hub.waiting <= before) await new Promise((r) => setTimeout(r, 5));
+  await until(
+    `more than ${before} parked subscriptions`,
+    () => app.hub.waiting > before,
+    () => `hub.waiting is ${app.hub.waiting}`,
+  );
 }
 
 /** Resolves once `app` holds at most `count` open subscriptions (a stream was released). */
 export async function subscriptionsAtMost(app: App, count: number): Promise<void> {
-  while (app.hub.size > count) await new Promise((r) => setTimeout(r, 5));
+  await until(
+    `at most ${count} open subscriptions`,
+    () => app.hub.size <= count,
+    () => `hub.size is ${app.hub.size}`,
+  );
 }
 
 /** Resolves once more than `before` AwaitRequest callers wait in `app` (a caller is parked). */
 export async function awaitingBeyond(app: App, before: number): Promise<void> {
-  while (app.waiters.size <= before) await new Promise((r) => setTimeout(r, 5));
+  await until(
+    `more than ${before} parked AwaitRequest callers`,
+    () => app.waiters.size > before,
+    () => `app.waiters.size is ${app.waiters.size}`,
+  );
 }

@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import http2 from "node:http2";
 import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
@@ -127,6 +128,16 @@ describeEachDatabase(
       const t = await env().team("flaky");
       const session = http2.connect(env().server.url);
       session.on("error", () => {});
+      await once(session, "connect"); // a PING sent before is cancelled, not sent
+      /**
+       * A PING round trip: the server's HTTP/2 layer answers a PING after the frames sent
+       * before it, so once the answer is here the server has read them (data, resets).
+       */
+      const pingPong = () =>
+        new Promise<void>((resolve, reject) =>
+          session.ping((err) => (err ? reject(err) : resolve())),
+        );
+      const sizeBefore = env().app.hub.size;
       try {
         const open = () => {
           const s = session.request({
@@ -143,19 +154,23 @@ describeEachDatabase(
           SubscribeRequestSchema,
           create(SubscribeRequestSchema, { afterSeq: 0n }),
         );
-        // Half a request, then a reset.
+        // Half a request, read by the server, then a reset.
         const half = open();
         half.write(envelope(0, request).subarray(0, 3));
-        await new Promise((r) => setTimeout(r, 50));
+        await pingPong();
         half.close(http2.constants.NGHTTP2_CANCEL);
-        // A whole request, a reset once the stream is live.
+        // A whole request, a reset once the stream is live (parked, waiting for messages).
+        const waitingBefore = env().app.hub.waiting;
         const live = open();
         live.end(envelope(0, request));
-        await new Promise((resolve) => live.once("response", resolve));
+        await subscribedBeyond(env().app, waitingBefore);
+        expect(env().app.hub.size).toBe(sizeBefore + 1);
         live.close(http2.constants.NGHTTP2_CANCEL);
         // A reset before anything was sent.
         open().close(http2.constants.NGHTTP2_CANCEL);
-        await new Promise((r) => setTimeout(r, 200));
+        await pingPong(); // the server has read every reset
+        // The live stream's subscription is released: the test times out otherwise.
+        await subscriptionsAtMost(env().app, sizeBefore);
       } finally {
         session.close();
       }
