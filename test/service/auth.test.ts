@@ -176,12 +176,31 @@ describeEachDatabase(
       expect((next as ConnectError).code).toBe(Code.Unauthenticated);
     });
 
-    it("records when a member was last seen", async () => {
+    it("records when a member was last seen: at its call, by the database's clock", async () => {
       const t = await env().team("alice");
+      const aliceSeen = async () =>
+        (await t.lead.listMembers({})).members.find((m) => m.name === "alice")?.lastSeenAt;
+      expect(await aliceSeen(), "before alice made a call").toBeUndefined();
+      const dbNow = async () => {
+        const [row] = await env().db.query<{ us: bigint | string }>(
+          "SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS us",
+        );
+        return BigInt(row?.us ?? 0);
+      };
+      const before = await dbNow();
       await t.member("alice").client.listMembers({});
-      await new Promise((r) => setTimeout(r, 100)); // the write is batched after the call
-      const alice = (await t.lead.listMembers({})).members.find((m) => m.name === "alice");
-      expect(alice?.lastSeenAt).toBeDefined();
+      // The write is batched after the call: wait for it to show, not for a time.
+      let seen = await aliceSeen();
+      for (let i = 0; seen === undefined && i < 400; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        seen = await aliceSeen();
+      }
+      expect(seen, "alice's last_seen_at after her call").toBeDefined();
+      const after = await dbNow();
+      const seenUs =
+        BigInt(seen?.seconds ?? 0n) * 1_000_000n + BigInt(Math.floor((seen?.nanos ?? 0) / 1000));
+      // Stamped by the database between the call and now, not copied from another column.
+      expect(seenUs >= before && seenUs <= after, `${before} <= ${seenUs} <= ${after}`).toBe(true);
     });
   },
   // A long caller-cache TTL: a revoked token refused here was forgotten, not expired.
