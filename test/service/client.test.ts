@@ -15,6 +15,8 @@ import {
   TaskStatus,
 } from "../../gen/team/v1/enums_pb.js";
 import { describeEachDatabase, type TestEnv, uniqueName } from "../support/harness.js";
+import { awaitingBeyond } from "../support/subscribed.js";
+import { withTimeout } from "../support/timeout.js";
 
 /** A team made through the client: the lead's client, and a client per teammate. */
 async function team(env: TestEnv, teammates: string[], protocol: Protocol = "connect") {
@@ -91,11 +93,15 @@ describeEachDatabase("the client library", (env) => {
     expect(record.response?.kind.value).toMatchObject({ reason: "still testing" });
 
     const again = await lead.requestShutdown("bob");
-    // awaitRequest returns as soon as the answer lands, well before its timeout.
-    const waited = lead.awaitRequest(again.requestId, { timeoutMs: 20_000 });
-    await new Promise((r) => setTimeout(r, 100));
+    // awaitRequest is parked in the server before the answer, and returns when it lands:
+    // its own timeout is 10 minutes, so only the answer's wake-up can end it in this test
+    // (at its timeout it would return the record too, approved by then).
+    const parked = env().app.waiters.size;
+    const waited = lead.awaitRequest(again.requestId, { timeoutMs: 600_000 });
+    await awaitingBeyond(env().app, parked);
     await mate("bob").approveShutdown(again.requestId);
-    expect((await waited).status).toBe(RequestStatus.APPROVED);
+    const answered = await withTimeout("awaitRequest to return on the answer", 20_000, waited);
+    expect(answered.status).toBe(RequestStatus.APPROVED);
     const bob = (await lead.members()).find((m) => m.name === "bob");
     expect(bob?.status).toBe(MemberStatus.STOPPED);
   });
