@@ -27,6 +27,7 @@ import {
   type SendRecord,
   Subscriber,
   seededRandom,
+  sendEndMarkers,
   sleep,
 } from "../support/ledger.js";
 import {
@@ -166,10 +167,17 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
         // ...and end its session, as a PostgreSQL restart or crash ends every session.
         await blocker.query("SELECT pg_terminate_backend($1)", [pid]);
         const err = await withTimeout("the Send to fail", 10_000, sending, s);
-        await sleep(500);
         // server/store/pg-database.ts checks a client out of the pool for a transaction
         // (pool.connect()) without listening for its 'error' event: a connection lost while
-        // checked out is an unhandled 'error' and the process exits.
+        // checked out is an unhandled 'error' and the process exits. A call answered after
+        // the failure shows the process outlived it (no wait for a time).
+        const after = await c.listMembers({}, { headers: lead }).then(
+          () => "answered",
+          (e) => String(e),
+        );
+        expect(after, `a call after the lost transaction:\n${s.output().slice(-2_000)}`).toBe(
+          "answered",
+        );
         expect(
           { exitCode: s.child.exitCode, signal: s.child.signalCode },
           `the server exited:\n${s.output().slice(-2_000)}`,
@@ -239,7 +247,11 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
         (name) => new Subscriber(name, tokenOf(name), endpoints, random, tally, FORGET_SHARE),
       );
       for (const s of subscribers) s.start();
-      await sleep(300); // streams open before traffic starts (not required: they replay)
+      // Streams open before traffic starts (not required: they replay): each subscriber's
+      // first heartbeat says its stream has read its (empty) inbox and waits.
+      await waitFor("every subscriber's first heartbeat", 30_000, () =>
+        subscribers.every((s) => s.streams.some((x) => x.heartbeats > 0)) ? true : undefined,
+      );
 
       faultLog.push(`${Date.now() - t0}ms traffic starts`);
       let trafficDone = false;
@@ -294,7 +306,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
       })();
       const dropper = (async () => {
         while (!trafficDone) {
-          await sleep(100 + random() * 300);
+          await sleep(100 + random() * 300); // the fault's own pace (a drop every 0.1-0.4 s)
           if ((subscribers[Math.floor(random() * subscribers.length)] as Subscriber).drop()) {
             faults.streamDrops++;
           }
@@ -310,7 +322,10 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
       await replicas.settle();
       faultLog.push(`${trafficMs}ms traffic done: ${acked} acked`);
 
-      // Every subscriber catches up to its inbox head as the database has it.
+      // The end markers: one more message into every inbox, sent once the traffic is over.
+      // Every subscriber reads up to its marker: whatever it received before is all it
+      // received (a late duplicate or a stray envelope comes before the marker, in seq
+      // order), so nothing is waited for after that.
       const heads = new Map<string, bigint>();
       const readHeads = async () => {
         const rows = await sql<{ name: string; last_seq: string }>(
@@ -320,18 +335,29 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
         );
         for (const r of rows) heads.set(r.name, BigInt(r.last_seq));
       };
-      await readHeads();
+      const markers: SendRecord[] = [];
+      const markerSeqs = await sendEndMarkers({
+        lead: "team-lead",
+        other: MEMBERS[1] as string,
+        tokenOf,
+        endpoints,
+        n: SENDS_PER_MEMBER,
+        records: markers,
+        tally,
+      });
       const catchUpStart = Date.now();
       try {
-        await waitFor("every subscriber at its inbox head", CATCH_UP_MS, () =>
-          subscribers.every((s) => s.lastHandled >= (heads.get(s.name) ?? 0n)) ? true : undefined,
+        await waitFor("every subscriber at its end marker", CATCH_UP_MS, () =>
+          subscribers.every((s) => s.lastHandled >= (markerSeqs.get(s.name) ?? 0n))
+            ? true
+            : undefined,
         );
       } catch (err) {
         const behind = subscribers
-          .filter((s) => s.lastHandled < (heads.get(s.name) ?? 0n))
+          .filter((s) => s.lastHandled < (markerSeqs.get(s.name) ?? 0n))
           .map(
             (s) =>
-              `${s.name} at ${s.lastHandled} of ${heads.get(s.name)}, ${s.streams.length} streams: ` +
+              `${s.name} at ${s.lastHandled} of ${markerSeqs.get(s.name)}, ${s.streams.length} streams: ` +
               s.describe(),
           );
         throw new Error(
@@ -339,13 +365,19 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
         );
       }
       const catchUpMs = Date.now() - catchUpStart;
-      await sleep(300); // a late duplicate or stray envelope would show up here
       await Promise.all(subscribers.map((s) => s.stop()));
-      await readHeads(); // unchanged, unless something was stored after traffic stopped
+      await readHeads();
+      // Each marker is its inbox's last row: nothing was stored after the traffic but them.
+      expect(Object.fromEntries(heads)).toEqual(Object.fromEntries(markerSeqs));
       clearInterval(memorySampler);
       replicas.samplePeakMemory();
 
-      const report = checkLedger({ records, subscribers, heads, members: MEMBERS });
+      const report = checkLedger({
+        records: [...records, ...markers],
+        subscribers,
+        heads,
+        members: MEMBERS,
+      });
 
       // The database agrees. Per inbox count = max = head (no gaps); retries stored once; and
       // row for row, the table holds exactly what the subscribers received.
@@ -456,7 +488,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
       });
       expect(faults.streamDrops).toBeGreaterThan(10);
       expect(report.withIdAcknowledged).toBe(report.withIdAttempted);
-      expect(report.sendsAttempted).toBe(planned);
+      expect(report.sendsAttempted).toBe(planned + markers.length);
       expect(report.plainAcknowledged).toBeGreaterThan(report.plainAttempted / 2);
       // SQL: no gaps (count = max = head), idempotent retries stored once, rows = deliveries.
       expect(perInbox.map((r) => [r.name, r.n, r.max])).toEqual(
@@ -506,7 +538,7 @@ describe("the server on the embedded database", () => {
       if (!/in use by another team-protocols process/.test(s.output()) || Date.now() > deadline) {
         throw new Error(`the server did not start again:\n${s.output()}`);
       }
-      await sleep(500);
+      await sleep(500); // a pause before trying again: the lock is taken over, not awaited
     }
   }
 
@@ -672,7 +704,7 @@ class Replicas {
       } catch (err) {
         if (this.stopping || Date.now() > deadline) throw err;
         this.log(`replica ${slot} could not start: ${(err as Error).message.split("\n")[0]}`);
-        await sleep(500);
+        await sleep(500); // PostgreSQL is down: a supervisor's pause before the next try
       }
     }
   }

@@ -189,6 +189,68 @@ export async function runSender(o: SenderOptions): Promise<void> {
   }
 }
 
+/**
+ * After the traffic: one end marker into every member's inbox (a broadcast from `lead`, and
+ * one from `other` to the lead), each retried with its message_id until acknowledged and
+ * recorded as a send like the others (`n` after every sender's last). A stream delivers in
+ * seq order from a cursor that only moves forward, so a subscriber that has handled its
+ * marker has received everything stored before it: a late duplicate or a stray envelope
+ * would have come first. Returns each inbox's marker seq.
+ */
+export async function sendEndMarkers(o: {
+  lead: string;
+  other: string;
+  tokenOf: (name: string) => string;
+  endpoints: Endpoints;
+  n: number;
+  records: SendRecord[];
+  tally: Tally;
+}): Promise<Map<string, bigint>> {
+  const seqs = new Map<string, bigint>();
+  for (const [sender, to] of [
+    [o.lead, "*"],
+    [o.other, o.lead],
+  ] as const) {
+    const record: SendRecord = {
+      sender,
+      n: o.n,
+      messageId: `${sender}-end`,
+      to,
+      text: `ledger end marker from ${sender} to ${to}`,
+      acked: false,
+      attempts: 0,
+      impatient: 0,
+      replayed: false,
+      deliveries: [],
+    };
+    o.records.push(record);
+    for (let delay = 20; !record.acked; delay = Math.min(delay * 2, 500)) {
+      record.attempts++;
+      try {
+        const res = await o.endpoints
+          .pick()
+          .client.send(
+            {
+              to,
+              message: { kind: { case: "text", value: record.text } },
+              messageId: record.messageId,
+            },
+            { headers: auth(o.tokenOf(sender)), timeoutMs: 5_000 },
+          );
+        record.acked = true;
+        record.replayed = res.replayed;
+        record.deliveries = res.deliveries.map((d) => ({ to: d.to, seq: d.seq }));
+      } catch (err) {
+        const ce = countError(o.tally, "Send(end marker)", err);
+        if (REFUSALS.has(ce.code) || record.attempts >= 20) throw ce;
+        await sleep(delay);
+      }
+    }
+    for (const d of record.deliveries) seqs.set(d.to, d.seq);
+  }
+  return seqs;
+}
+
 // ---------------------------------------------------------------------------------------
 // Subscribers
 
