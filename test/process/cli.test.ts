@@ -293,6 +293,11 @@ describe("the team CLI", () => {
     expect(early.code).toBe(3);
     expect(early.stdout).toContain("status   pending\n");
     const waiting = spawnTeam(["await", second, "--timeout", "30s", "--json"], t.env("team-lead"));
+    // The one sleep left here, as no event exists: a `team await` child prints nothing while
+    // it waits and the server runs in another process (no hook to read). It only makes a
+    // parked wait likely; nothing asserted depends on it (an answer that came first is
+    // returned at once, the same record). That the server parks and wakes AwaitRequest is
+    // proved in-process (client, replicas: app.waiters).
     await new Promise((r) => setTimeout(r, 300));
     expect(ok(await runTeam(["answer-shutdown", second, "--approve"], t.env("alice"))).stdout).toBe(
       `sent to team-lead (seq 2); request ${second}\n`,
