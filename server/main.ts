@@ -33,6 +33,7 @@ export async function run(
     db,
     logger,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
@@ -55,6 +56,7 @@ export async function run(
     port: config.port,
     logger,
     maxStreamsPerConnection: config.maxStreamsPerConnection,
+    metrics: app.metrics,
     headersTimeoutMs: config.headersTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
   });

@@ -103,6 +103,11 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     async ping() {
       await pool.query("SELECT 1");
     },
+    connections: () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
     async close() {
       await pool.end();
     },
