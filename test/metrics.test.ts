@@ -2,18 +2,11 @@ import http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { describeEachDatabase, startTestEnv } from "./support/harness.js";
+import { metricValue, scrapeMetrics } from "./support/metrics-scrape.js";
 import { parsePrometheusText, type Scrape } from "./support/prometheus-text.js";
 import { refused, shutdownRequest, shutdownResponse, text } from "./support/protocol-helpers.js";
 import { subscriptionsAtMost } from "./support/subscribed.js";
 import { openSubscription } from "./support/subscription-reader.js";
-
-/** GET /metrics over HTTP/1.1 (fetch), parsed strictly. */
-async function scrape(url: string, headers: Record<string, string> = {}): Promise<Scrape> {
-  const res = await fetch(`${url}/metrics`, { headers });
-  expect(res.status).toBe(200);
-  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
-  return parsePrometheusText(await res.text());
-}
 
 /** The same over HTTP/2, as a scraper with prior knowledge would. */
 function scrapeOverH2(url: string): Promise<{ status: number; body: string }> {
@@ -39,8 +32,8 @@ function scrapeOverH2(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
-const count = (s: Scrape, name: string, labels?: Record<string, string>) =>
-  s.value(name, labels) ?? 0;
+const scrape = scrapeMetrics;
+const count = metricValue;
 
 /** Every family the README documents, with its type. */
 const FAMILIES: Record<string, string> = {
@@ -50,6 +43,7 @@ const FAMILIES: Record<string, string> = {
   team_delivery_latency_seconds: "histogram",
   team_subscribe_pages_read_total: "counter",
   team_subscribe_streams_blocked: "gauge",
+  team_subscribe_page_bytes_held: "gauge",
   team_http_connections: "gauge",
   team_http2_streams: "gauge",
   team_subscriptions: "gauge",

@@ -19,15 +19,17 @@ import type { Database } from "../store/database.js";
 import { inboxPosition, type StoredMessage } from "../store/inbox.js";
 import { toEnvelope } from "./convert.js";
 
-/** Rows and bytes read per query: bound the memory one subscription holds. */
+/** Rows read per query at most. */
 const BATCH = 256;
-const BATCH_BYTES = 1024 * 1024;
 /**
- * The bytes read per query right after the stream stopped accepting writes: the rest of a
- * page is let go when a write blocks (see deliverPage), so a client that reads slowly would
- * otherwise make the server read a full page from the database for every few KiB it takes.
+ * Bytes of message bodies read per query (the first row always comes), by level: a stream
+ * starts at the smallest and goes one level up after each full page written out without a
+ * blocked write, up to 1 MiB; a blocked write sends it back to the smallest. The rest of a
+ * page is let go when a write blocks (see deliverPage): with large pages, a client that
+ * reads slowly would make the server read a page from the database for every few KiB it
+ * takes; small pages bound that to about twice what it reads.
  */
-const SMALL_BATCH_BYTES = 32 * 1024;
+const PAGE_BYTES = [32, 64, 128, 256, 512, 1024].map((kib) => kib * 1024);
 
 export interface SubscribeOptions {
   db: Database;
@@ -79,12 +81,11 @@ export type Deliveries = (
  */
 export function createDeliveries(options: SubscribeOptions): Deliveries {
   const { db, hub, heartbeatIntervalMs, maxPerMember, metrics } = options;
-  // Shared by every subscription of this process: reads woken together go together. Pages
-  // of a stream whose last write blocked are small (SMALL_BATCH_BYTES).
-  const readers = {
-    full: createInboxReader(db, { limit: BATCH, maxBytes: BATCH_BYTES }),
-    small: createInboxReader(db, { limit: BATCH, maxBytes: SMALL_BATCH_BYTES }),
-  };
+  // Shared by every subscription of this process: reads woken together go together (one
+  // reader per page size: a query has one byte limit).
+  const readers: InboxReader[] = PAGE_BYTES.map((maxBytes) =>
+    createInboxReader(db, { limit: BATCH, maxBytes }),
+  );
   return async function* deliveries(caller, req, signals) {
     // Streams do not pass the rules interceptor (it reads unary requests): the same table,
     // applied here.
@@ -111,13 +112,14 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
     };
     try {
       let cursor = req.afterSeq ?? (await inboxPosition(db, caller.id)).ackedSeq;
-      let reader: InboxReader = readers.full;
+      let level = 0;
       for (;;) {
         // The next page is read only here, once the consumer took the last message of the
         // page before, i.e. once the stream accepted it (it pulls after 'drain').
-        const end = yield* deliverPage(reader, caller, state, cursor);
+        const end = yield* deliverPage(readers[level] as InboxReader, caller, state, cursor);
         cursor = end.cursor;
-        reader = end.blocked ? readers.small : readers.full;
+        if (end.blocked) level = 0;
+        else if (end.more) level = Math.min(level + 1, readers.length - 1);
         // A full page (by rows or by bytes) means there may be more: read on at once.
         if (end.more && !subscription.endReason) continue;
         state.live = true;
@@ -155,19 +157,33 @@ async function* deliverPage(
   state: StreamState,
   after: bigint,
 ): AsyncGenerator<SubscribeResponse, PageEnd> {
-  state.metrics?.pageRead();
+  const metrics = state.metrics;
+  metrics?.pageRead();
   const page = await reader.read(caller.id, after);
   const messages = page.messages;
   const read = messages.length;
+  // Bytes of this page not yet written out, for the held-bytes gauge.
+  let held = 0;
+  if (metrics) {
+    for (const m of messages) held += m.body.byteLength;
+    metrics.pageBytesHeld(held);
+  }
   let next = 0;
   let blocked = false;
   const unlisten = state.pressure?.onBlocked(() => {
     blocked = true;
-    // The message being written is at next - 1; the ones after it are dropped.
+    // The message being written is at next - 1; the ones after it are let go.
+    if (metrics) {
+      let dropped = 0;
+      for (let i = next; i < messages.length; i++)
+        dropped += (messages[i] as StoredMessage).body.byteLength;
+      held -= dropped;
+      metrics.pageBytesHeld(-dropped);
+    }
     messages.length = Math.min(messages.length, next);
     if (!state.blocked) {
       state.blocked = true;
-      state.metrics?.streamBlocked(1);
+      metrics?.streamBlocked(1);
     }
   });
   let cursor = after;
@@ -175,6 +191,10 @@ async function* deliverPage(
     while (next < messages.length) {
       if (state.subscription.endReason) break;
       const message = messages[next++] as StoredMessage;
+      if (metrics) {
+        held -= message.body.byteLength;
+        metrics.pageBytesHeld(-message.body.byteLength);
+      }
       yield create(SubscribeResponseSchema, {
         event: { case: "envelope", value: toEnvelope(caller.teamName, message) },
       });
@@ -182,12 +202,14 @@ async function* deliverPage(
       cursor = message.seq;
       if (state.blocked) {
         state.blocked = false;
-        state.metrics?.streamBlocked(-1);
+        metrics?.streamBlocked(-1);
       }
-      if (state.live) state.metrics?.delivered(message.sentAt);
+      if (state.live) metrics?.delivered(message.sentAt);
     }
   } finally {
     unlisten?.();
+    // Left early (the stream ended): what was not written is let go with the page.
+    if (metrics && held !== 0) metrics.pageBytesHeld(-held);
   }
   return { cursor, more: page.more || messages.length < read, blocked };
 }

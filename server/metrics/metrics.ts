@@ -26,6 +26,8 @@ export interface Metrics {
   pageRead(): void;
   /** A subscription's write was not accepted at once (its client is not reading): +1 / -1. */
   streamBlocked(delta: 1 | -1): void;
+  /** Message bytes subscriptions have read and not yet written out: + at a read, - after. */
+  pageBytesHeld(delta: number): void;
   /** A connection was routed to HTTP/1.1 or HTTP/2; call the result when it closes. */
   connectionOpened(httpVersion: "1.1" | "2"): () => void;
   /** An HTTP/2 stream opened; call the result when it closes. */
@@ -92,10 +94,26 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     help: "Pages of an inbox read from the database by subscriptions",
     registers,
   });
-  const blocked = new Gauge({
+  // Plain numbers, moved on every message: the gauges read them at a scrape.
+  let blockedStreams = 0;
+  let heldBytes = 0;
+  new Gauge({
     name: "team_subscribe_streams_blocked",
     help: "Subscriptions whose last write waits for the client to read (HTTP/2 window full)",
     registers,
+    collect() {
+      this.set(blockedStreams);
+    },
+  });
+  new Gauge({
+    name: "team_subscribe_page_bytes_held",
+    help:
+      "Message bytes subscriptions read from the database and have not written out yet " +
+      "(a stream whose client stopped reading lets go of its page)",
+    registers,
+    collect() {
+      this.set(heldBytes);
+    },
   });
   const connections = new Gauge({
     name: "team_http_connections",
@@ -201,7 +219,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     delivered: (sentAt) =>
       deliveryLatency.observe(Math.max(0, Date.now() - sentAt.getTime()) / 1000),
     pageRead: () => pages.inc(),
-    streamBlocked: (delta) => blocked.inc(delta),
+    streamBlocked: (delta) => {
+      blockedStreams += delta;
+    },
+    pageBytesHeld: (delta) => {
+      heldBytes += delta;
+    },
     connectionOpened(httpVersion) {
       connections.inc({ http_version: httpVersion });
       return once(() => connections.dec({ http_version: httpVersion }));
