@@ -190,21 +190,22 @@ async function* deliverPage(
   try {
     while (next < messages.length) {
       if (state.subscription.endReason) break;
-      const message = messages[next++] as StoredMessage;
+      // What is needed after the yield, read first: while the consumer writes, this frame
+      // holds no reference to the row or its envelope (a stalled write may last 30 s).
+      const { seq, sentAt } = messages[next] as StoredMessage;
+      const bytes = (messages[next] as StoredMessage).body.byteLength;
       if (metrics) {
-        held -= message.body.byteLength;
-        metrics.pageBytesHeld(-message.body.byteLength);
+        held -= bytes;
+        metrics.pageBytesHeld(-bytes);
       }
-      yield create(SubscribeResponseSchema, {
-        event: { case: "envelope", value: toEnvelope(caller.teamName, message) },
-      });
+      yield takeEnvelope(caller.teamName, messages, next++);
       // Resumed: the consumer wrote the message out (and waited for 'drain' if it had to).
-      cursor = message.seq;
+      cursor = seq;
       if (state.blocked) {
         state.blocked = false;
         metrics?.streamBlocked(-1);
       }
-      if (state.live) metrics?.delivered(message.sentAt);
+      if (state.live) metrics?.delivered(sentAt);
     }
   } finally {
     unlisten?.();
@@ -212,6 +213,15 @@ async function* deliverPage(
     if (metrics && held !== 0) metrics.pageBytesHeld(-held);
   }
   return { cursor, more: page.more || messages.length < read, blocked };
+}
+
+/** The response for messages[i], whose slot is emptied: the page no longer holds the row. */
+function takeEnvelope(team: string, messages: StoredMessage[], i: number): SubscribeResponse {
+  const row = messages[i] as StoredMessage;
+  (messages as (StoredMessage | undefined)[])[i] = undefined;
+  return create(SubscribeResponseSchema, {
+    event: { case: "envelope", value: toEnvelope(team, row) },
+  });
 }
 
 /** Subscribe as a connect handler (Connect, gRPC-Web, and gRPC the fast path leaves alone). */
