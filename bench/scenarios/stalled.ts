@@ -110,7 +110,14 @@ export async function runStalled(
         ),
       );
     }
-    const metrics = async () => (await fetch(`${server.url}/metrics`, { signal })).text();
+    const metrics = async () => {
+      try {
+        return await (await fetch(`${server.url}/metrics`, { signal })).text();
+      } catch (err) {
+        const e = err as Error & { cause?: Error };
+        throw new Error(`GET /metrics: ${e.cause?.message ?? e.message}`);
+      }
+    };
     const medianRss = async () => {
       const samples: number[] = [];
       for (let i = 0; i < 5; i++) {

@@ -90,8 +90,9 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
     // Streams do not pass the rules interceptor (it reads unary requests): the same table,
     // applied here.
     checkRules({ method: TeamService.method.subscribe, request: req, caller });
-    // Each stream holds up to a page (1 MiB) while its client does not read: one token
-    // must not be able to open them without bound (2,000 stalled streams took 2 GiB).
+    // Each stream holds a subscription, a generator and its write buffer while its client
+    // does not read: one token must not be able to open them without bound (2,000 stalled
+    // streams took 2 GiB when each also held its page; bench "stalled").
     if (hub.countOf(caller.id) >= maxPerMember) {
       throw new LimitError(
         "subscriptions-per-member",
