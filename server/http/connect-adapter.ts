@@ -78,7 +78,11 @@ export function createConnectAdapter(options: ConnectAdapterOptions): NodeHandle
     try {
       uReq = universalRequestFromNodeRequest(req, res, undefined, options.contextValues(req));
     } catch (err) {
-      // No authority (an HTTP/1.0 request without Host): nothing to route it by.
+      // No authority (an HTTP/1.0 request without Host). connect-node 2.1.2 bug, to file:
+      // connectNodeAdapter calls universalRequestFromNodeRequest unguarded in the request
+      // listener, and its throw ("unable to determine request authority") is an uncaught
+      // exception that ends the process. Repro against any connectNodeAdapter server:
+      //   printf 'POST /pkg.Service/Method HTTP/1.0\r\ncontent-length: 0\r\n\r\n' | nc host port
       logger.info({ event: "rpc_refused", err }, "request without an authority");
       res.writeHead(400).end();
       return;
