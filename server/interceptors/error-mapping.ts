@@ -1,7 +1,6 @@
 import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
-import { UNDECODABLE_REQUEST } from "../domain/undecodable-request.js";
 import { DomainError, LimitError, type Refusal, RuleViolationError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { classifyDriverError } from "../store/sql-errors.js";
@@ -36,12 +35,9 @@ const clientGoneCodes = new Set([
 ]);
 
 export function toConnectError(err: unknown): ConnectError {
-  if (err instanceof ConnectError) {
-    // A stream's request that does not decode: the client's fault, not a bug of ours to log.
-    return err.code === Code.Internal && UNDECODABLE_REQUEST.test(err.rawMessage)
-      ? new ConnectError(err.rawMessage, Code.InvalidArgument, err.metadata, undefined, err)
-      : err;
-  }
+  // Undecodable requests (unary and streams alike) are InvalidArgument inside connect-es
+  // itself (patches/@connectrpc+connect+2.1.2.patch), so they never arrive here as Internal.
+  if (err instanceof ConnectError) return err;
   if (clientGoneCodes.has((err as { code?: string } | null)?.code ?? "")) {
     return new ConnectError("the client went away", Code.Canceled, undefined, undefined, err);
   }
