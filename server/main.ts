@@ -58,6 +58,7 @@ export async function run(
     maxStreamsPerConnection: config.maxStreamsPerConnection,
     metrics: app.metrics,
     headersTimeoutMs: config.headersTimeoutMs,
+    slowConsumerTimeoutMs: config.slowConsumerTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
   });
   logger.info(

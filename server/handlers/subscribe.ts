@@ -13,7 +13,7 @@ import { responseCutKey } from "../http/slow-consumer-guard.js";
 import { type WritePressure, writePressureKey } from "../http/write-pressure.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
 import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
-import { checkRules } from "../interceptors/rules.js";
+import { checkRules } from "../interceptors/rules/table.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition, type StoredMessage } from "../store/inbox.js";

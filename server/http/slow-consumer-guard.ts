@@ -11,7 +11,7 @@ type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
 
 // One signal per request, aborted when its response is cut; handlers see it as a context
-// value (connectNodeAdapter's contextValues option reads it from here).
+// value (connect-adapter.ts's contextValues option reads it from here).
 const cutSignals = new WeakMap<Request, AbortSignal>();
 // And the response's write pressure (write-pressure.ts), seen by the same wrapper of write().
 const pressures = new WeakMap<Request, WritePressureSource>();
@@ -21,7 +21,8 @@ export const responseCutKey = createContextKey<AbortSignal | undefined>(undefine
   description: "aborted when a slow consumer's response is cut",
 });
 
-/** connectNodeAdapter's `contextValues`: hands the request's cut signal and write pressure to handlers. */
+/** The adapter's `contextValues` (connect-adapter.ts): hands the request's cut signal and write
+ * pressure to handlers. */
 export function contextValuesFor(req: Request) {
   return createContextValues()
     .set(responseCutKey, cutSignals.get(req))
