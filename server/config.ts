@@ -151,8 +151,8 @@ function createProgram(name = "team-protocols"): Command {
     .addOption(
       new Option(
         "--db-statement-timeout-ms <ms>",
-        "a database statement (a commit waiting for its standby too) taking longer is cancelled " +
-          "and its call fails with Unavailable",
+        "a database statement taking longer is cancelled, and a commit waiting that long " +
+          "(+5 s) for its synchronous standby is given up; the call fails with Unavailable",
       )
         .env("DB_STATEMENT_TIMEOUT_MS")
         .default(DEFAULT_STATEMENT_TIMEOUT_MS)

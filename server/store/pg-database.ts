@@ -42,7 +42,9 @@ export interface PgDatabaseOptions {
   applicationName?: string | undefined;
   /**
    * A statement running longer is cancelled by the server (statement_timeout), and the
-   * client gives up on an answer a few seconds later (a silent network partition).
+   * client gives up on an answer a few seconds later: a silent network partition, or a
+   * COMMIT waiting for a synchronous standby, which statement_timeout does not cover
+   * (PostgreSQL disables it before committing).
    */
   statementTimeoutMs?: number | undefined;
   /** Connecting to a host (and asking whether it is the primary) gives up after this. */
