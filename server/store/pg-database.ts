@@ -134,8 +134,9 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
    */
   const withClient = async <T>(
     fn: (client: pg.PoolClient, state: { broken: boolean }) => Promise<T>,
+    acquire: { fresh?: boolean } = {},
   ): Promise<T> => {
-    const connection = await primary.acquire();
+    const connection = await primary.acquire(acquire);
     let client: pg.PoolClient;
     try {
       client = await connection.pool.connect();
@@ -237,12 +238,17 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     async ping() {
       // Health: SERVING only while a writable primary answers. A server that turned
       // read-only under the pool (demoted, or promoted but not yet writable) drops the pool.
-      await withClient(async (client) => {
-        if (await probeReadOnly(client)) {
-          // 25006 (read_only_sql_transaction), as a write there would fail: the pool goes.
-          throw Object.assign(new Error("the database server is read-only now"), { code: "25006" });
-        }
-      });
+      await withClient(
+        async (client) => {
+          if (await probeReadOnly(client)) {
+            // 25006 (read_only_sql_transaction), as a write there would fail: the pool goes.
+            throw Object.assign(new Error("the database server is read-only now"), {
+              code: "25006",
+            });
+          }
+        },
+        { fresh: true },
+      );
     },
     async close() {
       await primary.close();

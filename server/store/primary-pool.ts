@@ -31,8 +31,12 @@ export interface PrimaryPoolOptions {
 }
 
 export interface PrimaryPool {
-  /** The writable primary's pool, searched for first when none is known. */
-  acquire(): Promise<PrimaryConnection>;
+  /**
+   * The writable primary's pool, searched for first when none is known. `fresh`: search
+   * even within the pause after a failed search (health checks: they must see a primary
+   * that is back at once, and run one at a time anyway).
+   */
+  acquire(options?: { fresh?: boolean }): Promise<PrimaryConnection>;
   /**
    * `connection` showed that its server is no longer the writable primary (see
    * isPrimaryGone): its pool is dropped, and the next acquire() searches again.
@@ -95,12 +99,12 @@ export function createPrimaryPool(options: PrimaryPoolOptions): PrimaryPool {
   };
 
   return {
-    acquire() {
+    acquire(how = {}) {
       if (current) return Promise.resolve(current);
       if (closed)
         return Promise.reject(new Error("Cannot use a pool after calling end on the pool"));
       if (searching) return searching;
-      if (failed && Date.now() - failed.at < options.retryAfterMs) {
+      if (!how.fresh && failed && Date.now() - failed.at < options.retryAfterMs) {
         return Promise.reject(failed.error);
       }
       searching = search()
