@@ -33,7 +33,12 @@ import {
   MAX_TEXT_BYTES,
 } from "../../server/domain/limits.js";
 import { RuleViolationError } from "../../server/errors.js";
-import { checkRules, type Rule, type RuleCall, rules } from "../../server/interceptors/rules/table.js";
+import {
+  checkRules,
+  type Rule,
+  type RuleCall,
+  rules,
+} from "../../server/interceptors/rules/table.js";
 
 // The stateless rules table called directly: no server, no database, milliseconds. Each row
 // is one call, by the lead or by a teammate, and the rule and field it is refused under (or
