@@ -15,6 +15,7 @@ import {
 } from "../domain/limits.js";
 import { BROADCAST } from "../domain/names.js";
 import { type Refusal, RuleViolationError } from "../errors.js";
+import { observerReadOnly, watchLeadOrObserver } from "./observer-rules.js";
 
 /**
  * The stateless protocol rules of DESIGN.md, as one table. Each rule looks at one call
@@ -368,6 +369,8 @@ const taskToLead: Rule = {
  */
 export const rules: readonly Rule[] = [
   sizeShape,
+  observerReadOnly,
+  watchLeadOrObserver,
   serverOnly,
   noBroadcast,
   leadOnlyShutdown,
