@@ -1,5 +1,3 @@
-import { RuleViolationError } from "../errors.js";
-
 /**
  * Where a WatchTeam stream is (docs/watch.md). Everything visible in `since` was delivered;
  * when `window` is set, so were the events visible in `window.upto` but not in `since` with a
@@ -25,8 +23,8 @@ const MAX_XID8 = 18_446_744_073_709_551_615n;
 export const encodeCursor = (c: FeedCursor): string =>
   c.window ? `${c.since}/${c.window.upto}/${c.window.after}` : c.since;
 
-/** Parses a cursor a client sent back; a refusal (size-shape, field cursor) if it is not one. */
-export function decodeCursor(text: string): FeedCursor {
+/** Parses a cursor a client sent back; undefined if it is not one this server gives out. */
+export function decodeCursor(text: string): FeedCursor | undefined {
   const parts = text.split("/");
   const [since, upto, after] = parts;
   const valid =
@@ -35,14 +33,7 @@ export function decodeCursor(text: string): FeedCursor {
     isSnapshot(since) &&
     (upto === undefined || isSnapshot(upto)) &&
     (after === undefined || /^[0-9]{1,19}$/.test(after));
-  if (!valid || since === undefined) {
-    throw new RuleViolationError(
-      "size-shape",
-      "invalid-argument",
-      "cursor is not one this server gave out: pass the cursor of a WatchTeam response, or none",
-      "cursor",
-    );
-  }
+  if (!valid || since === undefined) return undefined;
   return upto === undefined || after === undefined
     ? { since }
     : { since, window: { upto, after: BigInt(after) } };

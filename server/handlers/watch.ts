@@ -13,7 +13,7 @@ import {
   encodeCursor,
   type FeedCursor,
 } from "../domain/feed-cursor.js";
-import { LimitError } from "../errors.js";
+import { LimitError, RuleViolationError } from "../errors.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";
 import type { TeamHub } from "../inbox/team-hub.js";
 import { checkRules } from "../interceptors/rules.js";
@@ -53,7 +53,7 @@ export function watchHandler(
       checkRules({ method: TeamService.method.watchTeam, request: req, caller });
       let cursor: FeedCursor =
         req.cursor !== ""
-          ? decodeCursor(req.cursor)
+          ? cursorFrom(req.cursor)
           : { since: req.fromNow ? await currentSnapshot(db) : EMPTY_SNAPSHOT };
       if (teams.countOf(caller.id) >= maxPerMember) {
         throw new LimitError(
@@ -124,4 +124,16 @@ export function watchHandler(
 
 function response(cursor: string, kind: WatchTeamResponse["kind"]): WatchTeamResponse {
   return create(WatchTeamResponseSchema, { cursor, kind });
+}
+
+/** A cursor a client sent back, checked before PostgreSQL parses it. */
+function cursorFrom(text: string): FeedCursor {
+  const cursor = decodeCursor(text);
+  if (cursor) return cursor;
+  throw new RuleViolationError(
+    "size-shape",
+    "invalid-argument",
+    "cursor is not one this server gave out: pass the cursor of a WatchTeam response, or none",
+    "cursor",
+  );
 }
