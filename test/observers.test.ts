@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import { MemberRole, RequestStatus } from "../gen/team/v1/enums_pb.js";
 import { describeEachDatabase, type TeamClient, type TestTeam } from "./support/harness.js";
 import { planRequest, refused, shutdownRequest, text } from "./support/protocol-helpers.js";
-import { eventKey, watch, watchingBeyond } from "./support/team-watch.js";
+import { eventKey, watch, watchersParked } from "./support/team-watch.js";
 
 describeEachDatabase("observers: read-only members", (env) => {
   /** A team with alice, an observer "eye", and a plan alice asked the lead to approve. */
@@ -124,9 +124,8 @@ describeEachDatabase("observers: read-only members", (env) => {
     );
     expect(second.code).toBe(Code.InvalidArgument);
     expect(second.message).toMatch(/one lead/);
-    const before = env().app.teams.waiting;
     const w = watch(eye, { fromNow: true });
-    await watchingBeyond(env().app, before);
+    await watchersParked(env().app, 1);
     await team.lead.removeMember({ name: "eye" });
     const ended = await w.ended;
     expect(ended?.code).toBe(Code.Unauthenticated);

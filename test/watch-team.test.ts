@@ -4,7 +4,7 @@ import { MemberChange, MemberRole, RequestStatus } from "../gen/team/v1/enums_pb
 import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
 import { describeEachDatabase, raceTitle } from "./support/harness.js";
 import { planRequest, planResponse, text } from "./support/protocol-helpers.js";
-import { eventKey, expectFeedOrder, watch, watchingBeyond } from "./support/team-watch.js";
+import { eventKey, expectFeedOrder, watch, watchersParked } from "./support/team-watch.js";
 
 const envelopes = (events: TeamEvent[]) => events.filter((e) => e.change.case === "envelope");
 
@@ -70,7 +70,7 @@ describeEachDatabase("WatchTeam: the team feed", (env, kind) => {
       const names = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8"];
       const team = await env().team(...names);
       const w = watch(team.lead);
-      await watchingBeyond(env().app, 0);
+      await watchersParked(env().app, 1);
       // Each member: texts to the lead, to a neighbour, a broadcast now and then, and a plan the
       // lead answers (approve or reject) while the others keep sending.
       await Promise.all(
@@ -127,7 +127,7 @@ describeEachDatabase("WatchTeam: the team feed", (env, kind) => {
   it("added observers and removed members are member events", async () => {
     const team = await env().team("carol");
     const w = watch(team.lead, { fromNow: true });
-    await watchingBeyond(env().app, 0);
+    await watchersParked(env().app, 1);
     await team.lead.addMember({ name: "eye", role: MemberRole.OBSERVER });
     await team.lead.removeMember({ name: "carol" });
     await w.until("two member events", (x) => x.events().length >= 2);
@@ -213,7 +213,7 @@ describeEachDatabase("WatchTeam: resuming from a cursor", (env) => {
     const team = await env().team("dan");
     await team.lead.send({ to: "dan", message: text("old") });
     const w = watch(team.lead, { fromNow: true });
-    await watchingBeyond(env().app, 0);
+    await watchersParked(env().app, 1);
     await team.lead.send({ to: "dan", message: text("new") });
     await w.until("the new message", (x) => x.events().length >= 1);
     expect(w.events().map(eventKey)).toEqual(["envelope dan#2"]);
