@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
+import { createTeamClient } from "../client/index.js";
 import { MemberChange, MemberRole, RequestStatus } from "../gen/team/v1/enums_pb.js";
 import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
 import { describeEachDatabase, raceTitle } from "./support/harness.js";
@@ -244,3 +245,35 @@ describeEachDatabase(
   },
   { heartbeatIntervalMs: 100 },
 );
+
+describeEachDatabase("client watch(): the feed across broken streams", (env) => {
+  it("reconnects after the stream ends and resumes from its cursor: each event once", async () => {
+    const team = await env().team("fay");
+    await team.lead.send({ to: "fay", message: text("one") });
+    const lead = createTeamClient({ baseUrl: env().server.url, token: team.leadToken });
+    const statuses: string[] = [];
+    const feed = lead.watch({
+      backoff: { initialMs: 1, maxMs: 5 },
+      onStatus: (s) => statuses.push(s.state),
+    });
+    const seen: TeamEvent[] = [];
+    for await (const event of feed) {
+      seen.push(event);
+      if (seen.length === 3) {
+        // The server ends every feed stream (as a graceful stop does) while events keep coming.
+        await watchersParked(env().app, 1);
+        env().app.teams.endAll();
+        await team.lead.send({ to: "fay", message: text("two") });
+      }
+      if (envelopes(seen).length === 2) break;
+    }
+    expect(feed.connects).toBe(2);
+    expect(statuses).toContain("disconnected");
+    expect(seen.map(eventKey)).toEqual([
+      expect.stringMatching(/^member team-lead /),
+      expect.stringMatching(/^member fay /),
+      "envelope fay#1",
+      "envelope fay#2",
+    ]);
+  });
+});
