@@ -108,6 +108,26 @@ describeEachDatabase("WatchTeam: the team feed", (env, kind) => {
     },
   );
 
+  it("shows the caller's team only", async () => {
+    const a = await env().team("amy");
+    const b = await env().team("bea");
+    await a.lead.send({ to: "amy", message: text("for team a") });
+    await b.lead.send({ to: "bea", message: text("for team b") });
+    const w = watch(b.lead);
+    await w.until("b's envelope", (x) => envelopes(x.events()).length >= 1);
+    w.stop();
+    const names = w
+      .events()
+      .map((e) =>
+        e.change.case === "envelope"
+          ? e.change.value.envelope?.team
+          : e.change.case === "member"
+            ? e.change.value.member?.name
+            : "",
+      );
+    expect(names).toEqual(["team-lead", "bea", b.name]);
+  });
+
   it("a teammate may not watch the team (watch-lead-or-observer)", async () => {
     const team = await env().team("bob");
     const w = watch(team.member("bob").client);
