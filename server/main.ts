@@ -28,7 +28,7 @@ export async function run(
       ? "team-protocols starting: connecting to PostgreSQL and migrating"
       : `team-protocols starting: opening the embedded database in ${config.dataDir} (about 10 s)`,
   );
-  const { db, applied } = await openDatabase(config);
+  const { db, applied } = await openDatabase(config, logger);
   const app = createApp({
     db,
     logger,

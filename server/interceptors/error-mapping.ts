@@ -3,7 +3,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
 import { DomainError, LimitError, type Refusal, RuleViolationError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { classifyDriverError } from "../store/sql-errors.js";
+import { classifyDriverError, UncertainCommitError } from "../store/sql-errors.js";
 import { retryInfo } from "./retry-info.js";
 
 const codeOf: Record<Refusal, Code> = {
@@ -62,7 +62,9 @@ export function toConnectError(err: unknown): ConnectError {
   }
   if (classifyDriverError(err) === "unavailable") {
     return new ConnectError(
-      "the database is unavailable; retry shortly",
+      err instanceof UncertainCommitError
+        ? "the database may or may not have stored this; retry with the same message_id"
+        : "the database is unavailable; retry shortly",
       Code.Unavailable,
       undefined,
       undefined,
