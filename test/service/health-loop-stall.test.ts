@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { HealthCheckResponse_ServingStatus as Status } from "../gen/health/v1/health_pb.js";
-import type { HealthMonitor } from "../server/health/health-monitor.js";
-import { migrate } from "../server/store/migrate.js";
-import { createPgDatabase } from "../server/store/pg-database.js";
-import { createScratchPgDatabase } from "./support/databases.js";
-import { describeEachDatabase, startTestEnv, type TestEnv } from "./support/harness.js";
-import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
+import { HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
+import type { HealthMonitor } from "../../server/health/health-monitor.js";
+import { migrate } from "../../server/store/migrate.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createScratchPgDatabase } from "../support/databases.js";
+import { describeEachDatabase, startTestEnv, type TestEnv } from "../support/harness.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 
 // Pings often and with a short deadline, so that a stall of our own loop spans many of them.
 const HEALTH = { pingIntervalMs: 20, pingTimeoutMs: 100 };

@@ -2,12 +2,15 @@ import { randomBytes } from "node:crypto";
 import http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SubscribeRequestSchema, SubscribeResponseSchema } from "../gen/team/v1/team_service_pb.js";
-import { databaseKinds, openTestDatabase, type TestDatabase } from "./support/databases.js";
-import { startTestEnv, type TestEnv } from "./support/harness.js";
-import { metricValue, scrapeMetrics } from "./support/metrics-scrape.js";
-import { text } from "./support/protocol-helpers.js";
-import { envelope, splitFrames } from "./support/raw-rpc.js";
+import {
+  SubscribeRequestSchema,
+  SubscribeResponseSchema,
+} from "../../gen/team/v1/team_service_pb.js";
+import { databaseKinds, openTestDatabase, type TestDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv } from "../support/harness.js";
+import { metricValue, scrapeMetrics } from "../support/metrics-scrape.js";
+import { text } from "../support/protocol-helpers.js";
+import { envelope, splitFrames } from "../support/raw-rpc.js";
 
 /**
  * What a stalled Subscribe holds: a client that never reads (its HTTP/2 window stays at 0)

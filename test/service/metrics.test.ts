@@ -1,12 +1,12 @@
 import http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { describeEachDatabase, startTestEnv } from "./support/harness.js";
-import { metricValue, scrapeMetrics } from "./support/metrics-scrape.js";
-import { parsePrometheusText, type Scrape } from "./support/prometheus-text.js";
-import { refused, shutdownRequest, shutdownResponse, text } from "./support/protocol-helpers.js";
-import { subscriptionsAtMost } from "./support/subscribed.js";
-import { openSubscription } from "./support/subscription-reader.js";
+import { describeEachDatabase, startTestEnv } from "../support/harness.js";
+import { metricValue, scrapeMetrics } from "../support/metrics-scrape.js";
+import { parsePrometheusText, type Scrape } from "../support/prometheus-text.js";
+import { refused, shutdownRequest, shutdownResponse, text } from "../support/protocol-helpers.js";
+import { subscriptionsAtMost } from "../support/subscribed.js";
+import { openSubscription } from "../support/subscription-reader.js";
 
 /** The same over HTTP/2, as a scraper with prior knowledge would. */
 function scrapeOverH2(url: string): Promise<{ status: number; body: string }> {
