@@ -11,6 +11,7 @@ import {
   type SendResponse,
   TeamService,
 } from "../gen/team/v1/team_service_pb.js";
+import type { BackoffOptions } from "./backoff.js";
 import { createInbox, type Inbox, type InboxOptions } from "./inbox.js";
 import {
   type MessageInit,
@@ -32,11 +33,15 @@ import {
   requestKindOf,
   requestStatusOf,
 } from "./names.js";
+import { newMessageId, retryWhileUnavailable } from "./send-retry.js";
+import { createTeamWatch, type TeamWatch, type TeamWatchOptions } from "./team-watch.js";
 import { createTeamTransport, type TransportOptions } from "./transport.js";
 
 export interface TeamClientOptions extends TransportOptions {
-  /** Deadline of each unary call. Default 30 s. */
+  /** Deadline of each unary call (of a send: of all its attempts together). Default 30 s. */
   timeoutMs?: number;
+  /** Pauses between the attempts of a send that met Unavailable. Default 100 ms doubling to 5 s. */
+  sendBackoff?: BackoffOptions | undefined;
   /**
    * Calls go through this transport instead of one to `baseUrl` (e.g. the server's own routes
    * in-process, for its /mcp endpoint). It must authenticate the calls itself; withToken()
@@ -46,7 +51,11 @@ export interface TeamClientOptions extends TransportOptions {
 }
 
 export interface SendOptions {
-  /** Idempotency key: a retried send with the same key stores nothing new. */
+  /**
+   * Idempotency key: a retried send with the same key stores nothing new. Default: a fresh
+   * one per send, so that the client can retry a send that met Unavailable (a server
+   * restart, a database failover) and it is still stored once. `""`: no key, one attempt.
+   */
   messageId?: string;
 }
 
@@ -87,10 +96,13 @@ export interface TeamClient {
     team: string,
     options?: { leadName?: string; leadPermissionMode?: PermissionModeName },
   ): Promise<CreateTeamResponse>;
-  /** `permissionMode`: the mode the teammate starts in; unset: the lead's own. */
+  /**
+   * `permissionMode`: the mode the teammate starts in; unset: the lead's own. `observer`: a
+   * read-only member (it lists and watches the team, nothing else).
+   */
   addMember(
     name: string,
-    options?: { permissionMode?: PermissionModeName },
+    options?: { permissionMode?: PermissionModeName; observer?: boolean },
   ): Promise<AddMemberResponse>;
   removeMember(name: string): Promise<Member>;
   members(): Promise<Member[]>;
@@ -150,6 +162,8 @@ export interface TeamClient {
   ack(seq: bigint | number): Promise<bigint>;
   /** The live inbox as an async iterator that survives disconnects (see inbox.ts). */
   inbox(options?: InboxOptions): Inbox;
+  /** The whole team's feed (lead or observer), resuming by cursor (see team-watch.ts). */
+  watch(options?: TeamWatchOptions): TeamWatch;
 }
 
 export function createTeamClient(options: TeamClientOptions): TeamClient {
@@ -180,6 +194,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
         {
           name,
           ...(o.permissionMode ? { permissionMode: permissionModeOf(o.permissionMode) } : {}),
+          ...(o.observer ? { role: MemberRole.OBSERVER } : {}),
         },
         call,
       ),
@@ -198,16 +213,20 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
       return lead;
     },
 
-    send: (to, message, o = {}) =>
-      rpc.send(
-        {
-          to,
-          message,
-          messageId: o.messageId ?? "",
-          ...(o.ttlMs !== undefined ? { ttl: durationFromMs(o.ttlMs) } : {}),
-        },
-        call,
-      ),
+    send(to, message, o = {}) {
+      const request = {
+        to,
+        message,
+        messageId: o.messageId ?? newMessageId(),
+        ...(o.ttlMs !== undefined ? { ttl: durationFromMs(o.ttlMs) } : {}),
+      };
+      // Without a key a repeat could store the message twice: one attempt only.
+      if (request.messageId === "") return rpc.send(request, call);
+      return retryWhileUnavailable((ms) => rpc.send(request, { timeoutMs: ms }), {
+        timeoutMs,
+        backoff: options.sendBackoff,
+      });
+    },
     sendText: (to, text, o) => self.send(to, textMessage(text), o),
     broadcast: (text, o) => self.send("*", textMessage(text), o),
 
@@ -279,6 +298,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
       ),
     ack: async (seq) => (await rpc.ack({ seq: BigInt(seq) }, call)).ackedSeq,
     inbox: (o) => createInbox(rpc, o),
+    watch: (o) => createTeamWatch(rpc, o),
   };
   return self;
 }

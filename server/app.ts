@@ -1,6 +1,4 @@
-import type { Http2ServerResponse } from "node:http2";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { attemptHandlers } from "./handlers/attempts.js";
@@ -8,27 +6,33 @@ import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
 import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
+import { watchHandler } from "./handlers/watch.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
-import { fixConnectResponses } from "./http/connect-response-fixes.js";
+import { createConnectAdapter, type NodeHandler } from "./http/connect-adapter.js";
 import type { RawStreams } from "./http/http-server.js";
 import { contextValuesFor } from "./http/slow-consumer-guard.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { createRequestWaiters, type RequestWaiters } from "./inbox/request-waiters.js";
+import { createTeamHub, type TeamHub } from "./inbox/team-hub.js";
 import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
+import { metricsInterceptor } from "./interceptors/metrics-interceptor.js";
 import { rulesInterceptor } from "./interceptors/rules/table.js";
 import { type SendRateOptions, sendRateInterceptor } from "./interceptors/send-rate.js";
 import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";
 import { createMcpEndpoint, MCP_PATH } from "./mcp/mcp-endpoint.js";
+import { createMetrics, type Metrics } from "./metrics/metrics.js";
+import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
 import { serveReflection } from "./reflection/server-reflection.js";
 import type { Database } from "./store/database.js";
+import { inboxBacklog, requestsByStatus } from "./store/metrics-queries.js";
 import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.js";
 
 /** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
@@ -65,13 +69,20 @@ export interface AppOptions {
   maxSubscriptionsPerMember?: number;
   /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
   grpcSubscribeFastPath?: boolean;
+  /** When set, GET /metrics needs it as a bearer token; unset, /metrics is open like health. */
+  metricsToken?: string | undefined;
+  /** Database pings behind health (defaults: every 2 s, a ping slower than 1 s fails). */
+  health?: { pingIntervalMs?: number; pingTimeoutMs?: number };
 }
 
 export interface App {
-  /** Registers every service on a Connect router (connectNodeAdapter, createRouterTransport). */
+  /** Registers every service on a Connect router (the HTTP adapter, createRouterTransport). */
   routes(router: ConnectRouter): void;
-  /** The Node request handler for the HTTP server: every service, limits, context values. */
-  nodeHandler(): ReturnType<typeof connectNodeAdapter>;
+  /**
+   * The Node request handler for the HTTP server: every service through connect
+   * (http/connect-adapter.ts), with limits and context values, and /mcp beside them.
+   */
+  nodeHandler(): NodeHandler;
   /**
    * HTTP/2 streams the app serves itself, before Node builds its compatibility objects
    * (gRPC Subscribe, streaming/grpc-subscribe.ts): give it to the HTTP server as
@@ -82,12 +93,16 @@ export interface App {
   readonly hub: InboxHub;
   /** AwaitRequest calls waiting in this process. */
   readonly waiters: RequestWaiters;
+  /** WatchTeam streams of this process. */
+  readonly teams: TeamHub;
   /** Expires overdue requests (runs on a timer until close()). */
   readonly sweeper: ExpirySweeper;
   /** Deletes data past its retention age (runs on a timer until close()). */
   readonly retention: RetentionJob;
   /** grpc.health.v1 status (NOT_SERVING once beginStop() was called). */
   readonly health: HealthMonitor;
+  /** The Prometheus instruments (GET /metrics); give them to the HTTP server too. */
+  readonly metrics: Metrics;
   /**
    * A graceful stop begins: health turns NOT_SERVING and waiting AwaitRequest calls answer
    * at once with the record as it stands (still pending), instead of holding the stop.
@@ -114,18 +129,30 @@ export function createApp(options: AppOptions): App {
     db,
     hub: createInboxHub(),
     waiters: createRequestWaiters(),
+    teams: createTeamHub(),
     logger,
     onMemberEnded: (id) => callers.forgetMember(id),
     onMissedEvents: () => callers.clear(),
   });
-  const { hub, waiters } = bus;
-  const deps = { db, hub, waiters };
+  const { hub, waiters, teams } = bus;
+  const metrics = createMetrics();
+  metrics.setSources({
+    subscriptions: () => hub.size,
+    backlog: () => inboxBacklog(db),
+    requests: () => requestsByStatus(db),
+    pool: () => db.connections(),
+    onScrapeError: (err) => logger.warn({ event: "metrics_query_failed", err }, "scrape query"),
+  });
+  const deps = { db, hub, waiters, teams };
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
+  const maxPerMember = options.maxSubscriptionsPerMember ?? 16;
   const touch = createTouchThrottle(db, 10_000);
   const deliveries = createDeliveries({
     db,
     hub,
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 15_000,
-    maxPerMember: options.maxSubscriptionsPerMember ?? 16,
+    heartbeatIntervalMs,
+    maxPerMember,
+    metrics,
   });
   const impl = {
     ...membershipHandlers(deps),
@@ -133,6 +160,7 @@ export function createApp(options: AppOptions): App {
     ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
     ...attemptHandlers(deps),
+    ...watchHandler({ db, teams, heartbeatIntervalMs, maxPerMember }),
   };
   const sweeper = startExpirySweeper({
     ...deps,
@@ -144,12 +172,19 @@ export function createApp(options: AppOptions): App {
     logger,
     ...(options.retention ?? { days: 30, journalDays: 30, intervalMs: 3_600_000 }),
   });
-  const health = createHealthMonitor({ db, logger, services: [TeamService.typeName] });
+  const health = createHealthMonitor({
+    db,
+    logger,
+    services: [TeamService.typeName],
+    ...options.health,
+  });
   // Made once: routes() runs for every router that mounts the service (connect-node's, and
   // /mcp's in-process one per request), and state such as the send-rate buckets must be
   // the same for all of them — a limiter per router let /mcp send without limit.
   const interceptors = [
-    // Outermost first: errors of every later step are mapped; rules see the caller.
+    // Outermost first: metrics see every call's end as the client does (mapped errors).
+    metricsInterceptor(metrics),
+    // Errors of every later step are mapped; rules see the caller.
     errorMappingInterceptor(logger),
     authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
     // Before the journal: a flood of refused sends must not become journal lines.
@@ -161,9 +196,11 @@ export function createApp(options: AppOptions): App {
   const app: App = {
     hub,
     waiters,
+    teams,
     sweeper,
     retention,
     health,
+    metrics,
     ready: bus.ready,
     beginStop() {
       health.shutdown();
@@ -182,11 +219,6 @@ export function createApp(options: AppOptions): App {
       serveReflection(router, [file_team_v1_rule_violation]);
     },
     nodeHandler() {
-      const connect = connectNodeAdapter({
-        routes: (router) => app.routes(router),
-        readMaxBytes: READ_MAX_BYTES,
-        contextValues: contextValuesFor,
-      });
       // MCP for LLM agents on the same port, its tools through these same routes.
       const mcp = createMcpEndpoint({
         routes: (router) => app.routes(router),
@@ -194,17 +226,24 @@ export function createApp(options: AppOptions): App {
         readMaxBytes: READ_MAX_BYTES,
         logger,
       });
-      const handler: ReturnType<typeof connectNodeAdapter> = (req, res) => {
-        const path = req.url?.split("?")[0];
-        if (path === MCP_PATH) return mcp(req, res);
-        fixConnectResponses(res as Http2ServerResponse);
-        connect(req, res);
-      };
-      return handler;
+      const scrape = createMetricsEndpoint(metrics, options.metricsToken);
+      return createConnectAdapter({
+        routes: (router) => app.routes(router),
+        readMaxBytes: READ_MAX_BYTES,
+        contextValues: contextValuesFor,
+        fallback: (req, res) => {
+          const path = req.url?.split("?")[0];
+          if (path === MCP_PATH) return mcp(req, res);
+          if (path === METRICS_PATH) return scrape(req, res);
+          res.writeHead(404);
+          res.end();
+        },
+        logger,
+      });
     },
     rawStreams() {
       if (options.grpcSubscribeFastPath === false) return undefined;
-      const fast = { db, cache: callers, touch, deliveries, logger };
+      const fast = { db, cache: callers, touch, deliveries, logger, metrics };
       return {
         accepts: isGrpcSubscribe,
         serve: (stream, headers, cut) => {

@@ -1,5 +1,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
+import { parseDatabaseUrl } from "./store/database-url.js";
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from "./store/pg-database.js";
 
 export interface Config {
   host: string;
@@ -8,11 +10,15 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   adminToken: string | undefined;
+  /** When set, GET /metrics needs it as a bearer token (environment only, like adminToken). */
+  metricsToken: string | undefined;
   heartbeatIntervalMs: number;
   shutdownTtlMs: number;
   planApprovalTtlMs: number;
   shutdownGraceMs: number;
   dbPoolSize: number;
+  dbStatementTimeoutMs: number;
+  dbConnectTimeoutMs: number;
   callerCacheTtlMs: number;
   maxSubscriptionsPerMember: number;
   maxStreamsPerConnection: number;
@@ -45,11 +51,23 @@ const positiveInt = (name: string) => wholeNumber(name);
 // Request deadlines stay within the bounds a per-request ttl may take.
 const ttl = (name: string) => wholeNumber(name, MIN_TTL_MS, MAX_TTL_MS);
 
+/** A DATABASE_URL we can use (one host or several), refused at start with the reason. */
+const databaseUrl = (value: string) => {
+  if (value.trim() === "") return "";
+  try {
+    parseDatabaseUrl(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return value;
+};
+
 const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
+const METRICS_TOKEN_ENV = "METRICS_TOKEN";
 
 /**
  * Configuration from flags, then environment variables, then defaults (commander).
- * The admin token is read from the environment only, so it never shows in `ps`.
+ * The admin and metrics tokens are read from the environment only, so they never show in `ps`.
  */
 export function parseConfig(
   argv: string[],
@@ -75,7 +93,7 @@ export function parseConfig(
  */
 export function configEnvNames(): string[] {
   const fromOptions = createProgram().options.flatMap((o) => (o.envVar ? [o.envVar] : []));
-  return [...fromOptions, ADMIN_TOKEN_ENV];
+  return [...fromOptions, ADMIN_TOKEN_ENV, METRICS_TOKEN_ENV];
 }
 
 function createProgram(name = "team-protocols"): Command {
@@ -89,9 +107,13 @@ function createProgram(name = "team-protocols"): Command {
         .argParser(wholeNumber("PORT (0 picks a free port)", 0, 65_535)),
     )
     .addOption(
-      new Option("--database-url <url>", "PostgreSQL connection URL; unset: embedded database").env(
-        "DATABASE_URL",
-      ),
+      new Option(
+        "--database-url <url>",
+        "PostgreSQL connection URL, one host or several (postgres://h1:5432,h2:5432/db); " +
+          "unset: embedded database",
+      )
+        .env("DATABASE_URL")
+        .argParser(databaseUrl),
     )
     .addOption(
       new Option("--data-dir <dir>", "folder of the embedded database")
@@ -130,6 +152,25 @@ function createProgram(name = "team-protocols"): Command {
         .env("DB_POOL_SIZE")
         .default(20)
         .argParser(positiveInt("DB_POOL_SIZE")),
+    )
+    .addOption(
+      new Option(
+        "--db-statement-timeout-ms <ms>",
+        "a database statement taking longer is cancelled, and a commit waiting that long " +
+          "(+5 s) for its synchronous standby is given up; the call fails with Unavailable",
+      )
+        .env("DB_STATEMENT_TIMEOUT_MS")
+        .default(DEFAULT_STATEMENT_TIMEOUT_MS)
+        .argParser(wholeNumber("DB_STATEMENT_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option(
+        "--db-connect-timeout-ms <ms>",
+        "a database host that has not accepted a connection by then counts as down",
+      )
+        .env("DB_CONNECT_TIMEOUT_MS")
+        .default(DEFAULT_CONNECT_TIMEOUT_MS)
+        .argParser(wholeNumber("DB_CONNECT_TIMEOUT_MS", 100)),
     )
     .addOption(
       new Option(
@@ -232,11 +273,14 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     databaseUrl: o.databaseUrl || undefined,
     dataDir: o.dataDir,
     adminToken: env[ADMIN_TOKEN_ENV] || undefined,
+    metricsToken: env[METRICS_TOKEN_ENV] || undefined,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     shutdownTtlMs: o.shutdownTtlMs,
     planApprovalTtlMs: o.planApprovalTtlMs,
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
+    dbStatementTimeoutMs: o.dbStatementTimeoutMs,
+    dbConnectTimeoutMs: o.dbConnectTimeoutMs,
     callerCacheTtlMs: o.callerCacheTtlMs,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxStreamsPerConnection: o.maxStreamsPerConnection,

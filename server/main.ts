@@ -28,11 +28,12 @@ export async function run(
       ? "team-protocols starting: connecting to PostgreSQL and migrating"
       : `team-protocols starting: opening the embedded database in ${config.dataDir} (about 10 s)`,
   );
-  const { db, applied } = await openDatabase(config);
+  const { db, applied } = await openDatabase(config, logger);
   const app = createApp({
     db,
     logger,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
@@ -55,6 +56,7 @@ export async function run(
     port: config.port,
     logger,
     maxStreamsPerConnection: config.maxStreamsPerConnection,
+    metrics: app.metrics,
     headersTimeoutMs: config.headersTimeoutMs,
     slowConsumerTimeoutMs: config.slowConsumerTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,

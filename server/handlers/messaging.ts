@@ -15,6 +15,7 @@ import { BROADCAST } from "../domain/names.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
 import { createSendBatcher } from "../inbox/send-batcher.js";
+import type { TeamHub } from "../inbox/team-hub.js";
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
 import type { Database } from "../store/database.js";
@@ -33,9 +34,10 @@ export function messagingHandlers(deps: {
   db: Database;
   hub: InboxHub;
   waiters: RequestWaiters;
+  teams: TeamHub;
   protocols: ProtocolConfig;
 }): MessagingImpl {
-  const { db, hub, waiters, protocols } = deps;
+  const { db, hub, waiters, teams, protocols } = deps;
   const batcher = createSendBatcher(db);
   return {
     async send(req, ctx) {
@@ -85,6 +87,7 @@ export function messagingHandlers(deps: {
       const result = isBatchable(input) ? await batcher.send(input) : await sendMessage(db, input);
       if (!result.replayed) {
         hub.wake(result.deliveries.map((d) => d.memberId));
+        teams.wake([caller.teamId]); // the envelopes (and any request or member change) are in its feed
         plan.afterCommit?.({ hub, waiters });
       }
       return create(SendResponseSchema, {

@@ -2,6 +2,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
 import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
 import { guardSlowConsumer, guardSlowStream } from "./slow-consumer-guard.js";
@@ -23,7 +24,7 @@ export interface RawStreams {
 }
 
 export interface ServerOptions {
-  /** The request handler (connectNodeAdapter's), served over HTTP/1.1 and HTTP/2 alike. */
+  /** The request handler (App.nodeHandler()), served over HTTP/1.1 and HTTP/2 alike. */
   handler: Handler;
   /** HTTP/2 streams served before (instead of) `handler` (App.rawStreams()). */
   rawStreams?: RawStreams | undefined;
@@ -44,6 +45,8 @@ export interface ServerOptions {
   requestTimeoutMs?: number;
   /** Concurrent streams a client may open on one HTTP/2 connection (SETTINGS). Default 256. */
   maxStreamsPerConnection?: number;
+  /** Counts connections by HTTP version and open HTTP/2 streams (App.metrics). */
+  metrics?: Pick<Metrics, "connectionOpened" | "streamOpened"> | undefined;
 }
 
 export interface RunningServer {
@@ -100,8 +103,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (stopping && "setHeader" in res && !res.headersSent && req.httpVersionMajor === 1) {
       res.setHeader("connection", "close");
     }
-    // Innermost: a response (rewritten by the handler's own wrappers, see
-    // connect-response-fixes.ts) is complete before its end may wait for the request.
+    // What every response gets at the Node level, here and nowhere else: counted in flight,
+    // told to close the connection while stopping, the rest of an unread request body read
+    // and dropped once the response is complete, cut when its client stops reading. Both
+    // cover /mcp and the 404s too. What connect's answers need is fixed in connect-es
+    // itself (connect-adapter.ts says what and why).
     finishUnreadRequestBodies(req, res);
     guardSlowConsumer(req, res, slowConsumerMs, logCut(req.url));
     handler(req, res);
@@ -152,6 +158,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       raw.serve(stream, headers, guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])));
     });
   }
+  const metrics = options.metrics;
+  // After the listeners above (the first 'stream' listener is Node's compatibility one).
+  if (metrics) h2.on("stream", (stream) => stream.once("close", metrics.streamOpened()));
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
@@ -177,6 +186,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     socket.once("close", () => clearTimeout(sniffing));
     routeBySniffing(socket, (isH2) => {
       clearTimeout(sniffing);
+      if (metrics) socket.once("close", metrics.connectionOpened(isH2 ? "2" : "1.1"));
       (isH2 ? h2 : h1).emit("connection", socket);
     });
   });

@@ -1,5 +1,6 @@
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
+import type { TeamHub } from "../inbox/team-hub.js";
 import type { Logger } from "../logger.js";
 import { startPeriodic } from "../periodic.js";
 import type { Database } from "../store/database.js";
@@ -10,6 +11,8 @@ export interface ExpirySweeperOptions {
   db: Database;
   hub: InboxHub;
   waiters: RequestWaiters;
+  /** WatchTeam streams: an expiry is a request change in its team's feed. */
+  teams: TeamHub;
   logger: Logger;
   /** How often overdue requests are looked for. */
   intervalMs: number;
@@ -31,9 +34,17 @@ const MAX_PER_TICK = 500;
  * SKIP LOCKED and moved by compare-and-set, so several server processes can sweep the same
  * database, and a response racing the expiry either wins (the sweeper then skips it) or
  * loses (and is refused by once-only).
+ *
+ * Across a database failover: the only lock is that row lock, held by the transaction that
+ * expires the request and writes its request_update, and released with it. A failover
+ * cuts the transaction; whether it committed is then unknown, but either the new primary
+ * has the expiry and its update together (a synchronous standby had the commit), or
+ * neither, and the request is still pending and overdue there: the next sweep expires it.
+ * Nothing is held or remembered between sweeps, so the requester gets exactly one
+ * request_update either way; only its wake-up may come from the next sweep.
  */
 export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
-  const { db, hub, waiters, logger } = options;
+  const { db, hub, waiters, teams, logger } = options;
 
   const expireOne = () =>
     db.transaction(async (tx) => {
@@ -57,6 +68,7 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
       if (!expired) break;
       count++;
       if (expired.delivery) hub.wake([expired.delivery.memberId]);
+      teams.wake([expired.request.teamId]);
       waiters.notify(expired.request.id);
     }
     return count;

@@ -76,23 +76,36 @@ export async function openEmbeddedDatabase(
     throw err;
   }
 
+  // Statements and transactions of ours running or queued on the one backend (/metrics).
+  let busy = 0;
+  const counted = async <T>(work: () => Promise<T>): Promise<T> => {
+    busy++;
+    try {
+      return await work();
+    } finally {
+      busy--;
+    }
+  };
   return {
     kind: "embedded",
-    async query<R extends object>(sql: string, params?: unknown[]) {
-      return (await db.query<R>(sql, params)).rows;
+    query<R extends object>(sql: string, params?: unknown[]) {
+      return counted(async () => (await db.query<R>(sql, params)).rows);
     },
     transaction<T>(fn: (tx: { query: Database["query"] }) => Promise<T>) {
-      return db.transaction((tx: Transaction) =>
-        fn({
-          async query<R extends object>(sql: string, params?: unknown[]) {
-            return (await tx.query<R>(sql, params)).rows;
-          },
-        }),
+      return counted(() =>
+        db.transaction((tx: Transaction) =>
+          fn({
+            async query<R extends object>(sql: string, params?: unknown[]) {
+              return (await tx.query<R>(sql, params)).rows;
+            },
+          }),
+        ),
       );
     },
     async ping() {
       await db.query("SELECT 1");
     },
+    connections: () => ({ total: 1, idle: busy === 0 ? 1 : 0, waiting: Math.max(0, busy - 1) }),
     dumpDataDir: () => db.dumpDataDir("none"),
     async close() {
       await db.close();

@@ -1,6 +1,12 @@
 import { BROADCAST } from "../domain/names.js";
 import type { Database } from "./database.js";
-import { revokedSender, type SendInput, type SendResult, unknownRecipient } from "./send.js";
+import {
+  observerNotAddressable,
+  revokedSender,
+  type SendInput,
+  type SendResult,
+  unknownRecipient,
+} from "./send.js";
 
 /** A send the batch path takes: plain, no idempotency key, no protocol hooks. */
 export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;
@@ -34,6 +40,7 @@ export async function sendBatch(
     idx: bigint;
     sender_status: string | null;
     target_status: string | null;
+    target_role: string | null;
     member_id: number | null;
     name: string | null;
     seq: bigint | null;
@@ -48,7 +55,7 @@ export async function sendBatch(
          WITH ORDINALITY AS q (team_id, sender_id, to_name, idx)
      ),
      checks AS (
-       SELECT q.idx, s.status AS sender_status, t.status AS target_status
+       SELECT q.idx, s.status AS sender_status, t.status AS target_status, t.role AS target_role
        FROM q
        LEFT JOIN members s ON s.id = q.sender_id
        LEFT JOIN members t ON q.to_name <> '*' AND t.team_id = q.team_id AND t.name = q.to_name
@@ -58,12 +65,14 @@ export async function sendBatch(
        FROM q
        JOIN members s ON s.id = q.sender_id AND s.status = 'active'
        JOIN members m ON m.team_id = q.team_id AND m.name = q.to_name AND m.status = 'active'
+         AND m.role <> 'observer'
        WHERE q.to_name <> '*'
        UNION ALL
        SELECT q.idx, m.id, m.name
        FROM q
        JOIN members s ON s.id = q.sender_id AND s.status = 'active'
        JOIN members m ON m.team_id = q.team_id AND m.status = 'active' AND m.id <> q.sender_id
+         AND m.role <> 'observer'
        WHERE q.to_name = '*'
      ),
      per_inbox AS (
@@ -86,18 +95,20 @@ export async function sendBatch(
        SELECT u.idx, b.member_id, b.name, b.base + u.k AS seq
        FROM bumped b, unnest(b.idxs) WITH ORDINALITY AS u (idx, k)
      ),
+     -- In seq order: each row draws its team-feed position (a column default) as it is
+     -- inserted, so one inbox's rows of this batch take positions in seq order.
      stored AS (
        INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body)
        SELECT n.member_id, n.seq, ($1::int[])[n.idx::int], ($2::int[])[n.idx::int],
               ($3::text[])[n.idx::int], ($4::text[])[n.idx::int], ($5::text[])[n.idx::int],
               ($6::bytea[])[n.idx::int]
-       FROM numbered n
+       FROM numbered n ORDER BY n.member_id, n.seq
      )
-     SELECT idx, sender_status, target_status,
+     SELECT idx, sender_status, target_status, target_role,
             NULL::int AS member_id, NULL::text AS name, NULL::bigint AS seq
      FROM checks
      UNION ALL
-     SELECT idx, NULL, NULL, member_id, name, seq FROM numbered
+     SELECT idx, NULL, NULL, NULL, member_id, name, seq FROM numbered
      ORDER BY idx, member_id NULLS FIRST`,
     [
       sends.map((s) => s.teamId),
@@ -119,7 +130,12 @@ export async function sendBatch(
     const result = results[i] as SendResult | Error;
     if (row.member_id === null) {
       results[i] =
-        refusalOf(sends[i] as BatchableSend, row.sender_status, row.target_status) ?? result;
+        refusalOf(
+          sends[i] as BatchableSend,
+          row.sender_status,
+          row.target_status,
+          row.target_role,
+        ) ?? result;
     } else if (!(result instanceof Error) && row.name !== null && row.seq !== null) {
       result.deliveries.push({ memberId: row.member_id, to: row.name, seq: row.seq });
     }
@@ -132,8 +148,10 @@ function refusalOf(
   send: BatchableSend,
   senderStatus: string | null,
   targetStatus: string | null,
+  targetRole: string | null,
 ): Error | undefined {
   if (senderStatus !== "active") return revokedSender(send.sender.name);
+  if (targetRole === "observer") return observerNotAddressable(send.to);
   if (send.to !== BROADCAST && targetStatus !== "active") {
     return unknownRecipient(send.to, targetStatus !== null);
   }

@@ -1,8 +1,9 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
 import { DomainError, RuleViolationError } from "../../server/errors.js";
-import { toConnectError } from "../../server/interceptors/error-mapping.js";
+import { reportCallError, toConnectError } from "../../server/interceptors/error-mapping.js";
 
 describe("error mapping (the one place errors become Connect errors)", () => {
   it("keeps a domain error's message and gives it its code", () => {
@@ -38,27 +39,29 @@ describe("error mapping (the one place errors become Connect errors)", () => {
     ).toBe(Code.Canceled);
   });
 
-  it("maps connect-es's Internal for an undecodable stream request to InvalidArgument, keeping its message", () => {
-    for (const message of [
-      "parse binary: premature EOF",
-      "received compressed envelope, but do not know how to decompress",
-      "decompression failed",
-    ]) {
-      const original = new ConnectError(message, Code.Internal);
-      const e = toConnectError(original);
-      expect(e.code, message).toBe(Code.InvalidArgument);
-      expect(e.rawMessage).toBe(message);
-      expect(e.cause).toBe(original);
-    }
-    // Any other Internal ConnectError stays Internal.
-    expect(toConnectError(new ConnectError("boom", Code.Internal)).code).toBe(Code.Internal);
-  });
-
   it("hides anything else behind a generic Internal, keeping the cause for the log", () => {
     const cause = new Error("SELECT failed: secret detail");
     const e = toConnectError(cause);
     expect(e.code).toBe(Code.Internal);
     expect(e.rawMessage).toBe("internal error");
     expect(e.cause).toBe(cause);
+  });
+
+  it("logs a refusal's message capped, as the wire carries it: a huge bad value is not a huge log line", () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => lines.push(line) });
+    const huge = `bad value ${"x".repeat(1_000_000)}`;
+    reportCallError(
+      logger,
+      "team.v1.TeamService/Subscribe",
+      new DomainError("invalid-argument", huge),
+      false,
+    );
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0] ?? "{}");
+    expect(line.event).toBe("rpc_refused");
+    expect(line.msg.startsWith("bad value xxx")).toBe(true);
+    expect(line.msg.endsWith("… (truncated)")).toBe(true);
+    expect(lines[0]?.length).toBeLessThan(2048);
   });
 });

@@ -63,10 +63,11 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
     expect(events.join("")).not.toMatch(/stop_grace_exceeded/);
   });
 
-  it("HTTP/1.1: a large error sent while 900 KB of the body are still on their way arrives whole, and the keep-alive connection is reused", async () => {
-    // A Connect stream's error echoes the offending value in full (900 KB here). The server
-    // used to close the connection with the second message unread: the client's writes
-    // failed and it dropped the response half-read ("response aborted").
+  it("HTTP/1.1: an error sent while 900 KB of the body are still on their way arrives whole, and the keep-alive connection is reused", async () => {
+    // The first message's error quotes the offending value (900 KB here), capped to 1 KiB
+    // (test/connect-error-echo.test.ts), while the second message is still on its way. The
+    // server used to close the connection with it unread: the client's writes failed and it
+    // dropped the response half-read ("response aborted").
     const team = await env().team();
     const huge = Buffer.from(JSON.stringify({ afterSeq: "h".repeat(900_000) }));
     const request: RawRequest = {
@@ -96,7 +97,7 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
         if (o.kind !== "response") continue;
         const v = judgeConnectStream(o);
         expect(v.kind === "error" ? v.code : v.kind, `call ${i}`).toBe(Code.InvalidArgument);
-        expect(v.kind === "error" && v.message.length, `call ${i}`).toBeGreaterThan(900_000);
+        expect(v.kind === "error" && v.message, `call ${i}`).toMatch(/after_seq.*\(truncated\)$/);
       }
       expect(connections).toBe(1);
     } finally {
