@@ -12,7 +12,9 @@ import { watchHandler } from "./handlers/watch.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
 import { fixConnectResponses } from "./http/connect-response-fixes.js";
+import { loadConsoleAssets } from "./http/console-assets.js";
 import type { RawStreams } from "./http/http-server.js";
+import { createOriginGuard } from "./http/origin-guard.js";
 import { contextValuesFor } from "./http/slow-consumer-guard.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
@@ -67,6 +69,12 @@ export interface AppOptions {
   maxSubscriptionsPerMember?: number;
   /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
   grpcSubscribeFastPath?: boolean;
+  /**
+   * Web origins (e.g. "https://ops.example.com") whose pages may call the service
+   * (CORS). Default none: only the console served at `/` by this server, and clients that
+   * are not browsers.
+   */
+  consoleAllowedOrigins?: readonly string[];
 }
 
 export interface App {
@@ -203,7 +211,11 @@ export function createApp(options: AppOptions): App {
         readMaxBytes: READ_MAX_BYTES,
         logger,
       });
+      // The web console's files at `/`, and the browser's cross-origin rules for the rest.
+      const consoleFiles = loadConsoleAssets();
+      const origins = createOriginGuard(options.consoleAllowedOrigins ?? []);
       const handler: ReturnType<typeof connectNodeAdapter> = (req, res) => {
+        if (consoleFiles.serve(req, res) || origins.answer(req, res)) return;
         const path = req.url?.split("?")[0];
         if (path === MCP_PATH) return mcp(req, res);
         fixConnectResponses(res as Http2ServerResponse);
