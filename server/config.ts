@@ -17,6 +17,8 @@ export interface Config {
   maxSubscriptionsPerMember: number;
   maxStreamsPerConnection: number;
   headersTimeoutMs: number;
+  /** A response whose client reads nothing for this long is cut (the slow-consumer guard). */
+  slowConsumerTimeoutMs: number;
   requestTimeoutMs: number;
   sendRatePerSec: number;
   sendBurst: number;
@@ -196,6 +198,15 @@ function createProgram(name = "team-protocols"): Command {
         .argParser(wholeNumber("HEADERS_TIMEOUT_MS", 100)),
     )
     .addOption(
+      new Option(
+        "--slow-consumer-timeout-ms <ms>",
+        "a response whose client reads nothing for this long is cut (it resumes from its last seq)",
+      )
+        .env("SLOW_CONSUMER_TIMEOUT_MS")
+        .default(30_000)
+        .argParser(wholeNumber("SLOW_CONSUMER_TIMEOUT_MS", 100)),
+    )
+    .addOption(
       new Option("--request-timeout-ms <ms>", "time for a whole HTTP/1.1 request to arrive")
         .env("REQUEST_TIMEOUT_MS")
         .default(60_000)
@@ -268,6 +279,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxStreamsPerConnection: o.maxStreamsPerConnection,
     headersTimeoutMs: o.headersTimeoutMs,
+    slowConsumerTimeoutMs: o.slowConsumerTimeoutMs,
     requestTimeoutMs: o.requestTimeoutMs,
     sendRatePerSec: o.sendRate,
     sendBurst: o.sendBurst,

@@ -57,6 +57,7 @@ export async function run(
     logger,
     maxStreamsPerConnection: config.maxStreamsPerConnection,
     headersTimeoutMs: config.headersTimeoutMs,
+    slowConsumerTimeoutMs: config.slowConsumerTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
   });
   logger.info(

@@ -2,8 +2,9 @@ import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { MemberRole, RequestStatus } from "../gen/team/v1/enums_pb.js";
 import { describeEachDatabase, type TeamClient, type TestTeam } from "./support/harness.js";
+import { callTool, connectMcp } from "./support/mcp-clients.js";
 import { planRequest, refused, shutdownRequest, text } from "./support/protocol-helpers.js";
-import { eventKey, watch, watchingBeyond } from "./support/team-watch.js";
+import { eventKey, watch, watchersParked } from "./support/team-watch.js";
 
 describeEachDatabase("observers: read-only members", (env) => {
   /** A team with alice, an observer "eye", and a plan alice asked the lead to approve. */
@@ -124,12 +125,31 @@ describeEachDatabase("observers: read-only members", (env) => {
     );
     expect(second.code).toBe(Code.InvalidArgument);
     expect(second.message).toMatch(/one lead/);
-    const before = env().app.teams.waiting;
     const w = watch(eye, { fromNow: true });
-    await watchingBeyond(env().app, before);
+    await watchersParked(env().app, 1);
     await team.lead.removeMember({ name: "eye" });
     const ended = await w.ended;
     expect(ended?.code).toBe(Code.Unauthenticated);
     expect((await refused(() => eye.listMembers({}))).code).toBe(Code.Unauthenticated);
+  });
+
+  it("over MCP, an observer is shown the reading tools only; a write is refused by the server", async () => {
+    const { team } = await observedTeam();
+    const added = await team.lead.addMember({ name: "eye2", role: MemberRole.OBSERVER });
+    const mcp = await connectMcp("http", env().server.url, added.token);
+    expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual([
+      "list_members",
+      "get_request",
+      "list_requests",
+      "await_request",
+      "journal",
+    ]);
+    const sent = await callTool(mcp, "send_message", {
+      to: "team-lead",
+      message: "hi",
+    });
+    expect(sent.isError).toBe(true);
+    expect(sent.text).toMatch(/^observer-read-only/);
+    await mcp.close();
   });
 });

@@ -1,10 +1,11 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
+import { createTeamClient } from "../client/index.js";
 import { MemberChange, MemberRole, RequestStatus } from "../gen/team/v1/enums_pb.js";
 import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
 import { describeEachDatabase, raceTitle } from "./support/harness.js";
 import { planRequest, planResponse, text } from "./support/protocol-helpers.js";
-import { eventKey, expectFeedOrder, watch, watchingBeyond } from "./support/team-watch.js";
+import { eventKey, expectFeedOrder, watch, watchersParked } from "./support/team-watch.js";
 
 const envelopes = (events: TeamEvent[]) => events.filter((e) => e.change.case === "envelope");
 
@@ -70,7 +71,7 @@ describeEachDatabase("WatchTeam: the team feed", (env, kind) => {
       const names = ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8"];
       const team = await env().team(...names);
       const w = watch(team.lead);
-      await watchingBeyond(env().app, 0);
+      await watchersParked(env().app, 1);
       // Each member: texts to the lead, to a neighbour, a broadcast now and then, and a plan the
       // lead answers (approve or reject) while the others keep sending.
       await Promise.all(
@@ -107,6 +108,26 @@ describeEachDatabase("WatchTeam: the team feed", (env, kind) => {
     },
   );
 
+  it("shows the caller's team only", async () => {
+    const a = await env().team("amy");
+    const b = await env().team("bea");
+    await a.lead.send({ to: "amy", message: text("for team a") });
+    await b.lead.send({ to: "bea", message: text("for team b") });
+    const w = watch(b.lead);
+    await w.until("b's envelope", (x) => envelopes(x.events()).length >= 1);
+    w.stop();
+    const names = w
+      .events()
+      .map((e) =>
+        e.change.case === "envelope"
+          ? e.change.value.envelope?.team
+          : e.change.case === "member"
+            ? e.change.value.member?.name
+            : "",
+      );
+    expect(names).toEqual(["team-lead", "bea", b.name]);
+  });
+
   it("a teammate may not watch the team (watch-lead-or-observer)", async () => {
     const team = await env().team("bob");
     const w = watch(team.member("bob").client);
@@ -127,7 +148,7 @@ describeEachDatabase("WatchTeam: the team feed", (env, kind) => {
   it("added observers and removed members are member events", async () => {
     const team = await env().team("carol");
     const w = watch(team.lead, { fromNow: true });
-    await watchingBeyond(env().app, 0);
+    await watchersParked(env().app, 1);
     await team.lead.addMember({ name: "eye", role: MemberRole.OBSERVER });
     await team.lead.removeMember({ name: "carol" });
     await w.until("two member events", (x) => x.events().length >= 2);
@@ -213,7 +234,7 @@ describeEachDatabase("WatchTeam: resuming from a cursor", (env) => {
     const team = await env().team("dan");
     await team.lead.send({ to: "dan", message: text("old") });
     const w = watch(team.lead, { fromNow: true });
-    await watchingBeyond(env().app, 0);
+    await watchersParked(env().app, 1);
     await team.lead.send({ to: "dan", message: text("new") });
     await w.until("the new message", (x) => x.events().length >= 1);
     expect(w.events().map(eventKey)).toEqual(["envelope dan#2"]);
@@ -244,3 +265,35 @@ describeEachDatabase(
   },
   { heartbeatIntervalMs: 100 },
 );
+
+describeEachDatabase("client watch(): the feed across broken streams", (env) => {
+  it("reconnects after the stream ends and resumes from its cursor: each event once", async () => {
+    const team = await env().team("fay");
+    await team.lead.send({ to: "fay", message: text("one") });
+    const lead = createTeamClient({ baseUrl: env().server.url, token: team.leadToken });
+    const statuses: string[] = [];
+    const feed = lead.watch({
+      backoff: { initialMs: 1, maxMs: 5 },
+      onStatus: (s) => statuses.push(s.state),
+    });
+    const seen: TeamEvent[] = [];
+    for await (const event of feed) {
+      seen.push(event);
+      if (seen.length === 3) {
+        // The server ends every feed stream (as a graceful stop does) while events keep coming.
+        await watchersParked(env().app, 1);
+        env().app.teams.endAll();
+        await team.lead.send({ to: "fay", message: text("two") });
+      }
+      if (envelopes(seen).length === 2) break;
+    }
+    expect(feed.connects).toBe(2);
+    expect(statuses).toContain("disconnected");
+    expect(seen.map(eventKey)).toEqual([
+      expect.stringMatching(/^member team-lead /),
+      expect.stringMatching(/^member fay /),
+      "envelope fay#1",
+      "envelope fay#2",
+    ]);
+  });
+});

@@ -12,7 +12,7 @@ import { LimitError } from "../errors.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
 import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
-import { checkRules } from "../interceptors/rules.js";
+import { checkRules } from "../interceptors/rules/table.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition } from "../store/inbox.js";
 import { toEnvelope } from "./convert.js";

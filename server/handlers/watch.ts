@@ -16,7 +16,7 @@ import {
 import { LimitError, RuleViolationError } from "../errors.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";
 import type { TeamHub } from "../inbox/team-hub.js";
-import { checkRules } from "../interceptors/rules.js";
+import { checkRules } from "../interceptors/rules/table.js";
 import type { Database } from "../store/database.js";
 import { currentSnapshot, readTeamFeed } from "../store/team-feed.js";
 import { toTeamEvent } from "./convert.js";

@@ -3,13 +3,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import type { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { NodeRequest, NodeResponse } from "./connect-adapter.js";
 import { CONSOLE_SECURITY_HEADERS } from "./security-headers.js";
 
-// The request and response types connect-node's handler takes (Node's, over HTTP/1.1 and 2).
-type NodeHandler = ReturnType<typeof connectNodeAdapter>;
-type Req = Parameters<NodeHandler>[0];
-type Res = Parameters<NodeHandler>[1];
+type Req = NodeRequest;
+type Res = NodeResponse;
 
 /**
  * Every file the server serves outside the RPCs: the URL path, the file in console/dist/

@@ -1,10 +1,8 @@
 import { cors } from "@connectrpc/connect";
-import type { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { NodeRequest, NodeResponse } from "./connect-adapter.js";
 
-// The request and response types connect-node's handler takes (Node's, over HTTP/1.1 and 2).
-type NodeHandler = ReturnType<typeof connectNodeAdapter>;
-type Req = Parameters<NodeHandler>[0];
-type Res = Parameters<NodeHandler>[1];
+type Req = NodeRequest;
+type Res = NodeResponse;
 
 /** How long a browser may cache an allowed origin's preflight answer. */
 const PREFLIGHT_MAX_AGE_S = 7200;

@@ -69,9 +69,15 @@ export function watch(client: TeamClient, request: WatchInit = {}): Watcher {
   return watcher;
 }
 
-/** Resolves once more than `before` WatchTeam streams of `app` are parked, read up to date. */
-export async function watchingBeyond(app: App, before: number): Promise<void> {
-  while (app.teams.waiting <= before) await new Promise((r) => setTimeout(r, 5));
+/**
+ * Resolves once `app` holds exactly `count` WatchTeam streams and every one is parked, read
+ * up to date: an event committed from then on can only reach them live. Streams a test
+ * stopped before are waited out (their release on the server is asynchronous).
+ */
+export async function watchersParked(app: App, count: number): Promise<void> {
+  while (app.teams.size !== count || app.teams.waiting !== count) {
+    await new Promise((r) => setTimeout(r, 5));
+  }
 }
 
 /** A stable key per event: what it is about, for comparing two streams' sets. */
