@@ -1,7 +1,13 @@
 import { describeMessage } from "../../client/describe.js";
-import { permissionModeName, requestKindName, requestStatusName } from "../../client/names.js";
+import {
+  memberChangeName,
+  memberRoleName,
+  memberStatusName,
+  permissionModeName,
+  requestKindName,
+  requestStatusName,
+} from "../../client/names.js";
 import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
-import { changeName, roleName, statusName } from "./words.js";
 
 /** One line of the feed: what kind of event, who it concerns, and what happened. */
 export interface FeedLine {
@@ -40,9 +46,9 @@ export function describeEvent(event: TeamEvent): FeedLine {
         kind: "member",
         subject: m?.name ?? "",
         detail: m
-          ? `${changeName(change.value.change)}: ${roleName(m.role)}, ${statusName(m.status)}, ` +
+          ? `${memberChangeName(change.value.change).replace("_", " ")}: ${memberRoleName(m.role)}, ${memberStatusName(m.status)}, ` +
             `mode ${permissionModeName(m.permissionMode)}`
-          : changeName(change.value.change),
+          : memberChangeName(change.value.change),
       };
     }
     default:

@@ -1,6 +1,6 @@
+import { memberRoleName } from "../../../client/names.js";
 import { isLead, mayWrite, type Session } from "../session-state.js";
 import { useTeamState } from "../team-state.js";
-import { roleName } from "../words.js";
 import { FeedPanel } from "./feed-panel.js";
 import { JournalPanel } from "./journal-panel.js";
 import { MembersPanel } from "./members-panel.js";
@@ -20,7 +20,7 @@ export function ConsoleView({ session, onSignOut }: Props) {
         <h1>team-protocols</h1>
         {state.team && <span class="team">team {state.team}</span>}
         <span id="who">
-          signed in as <b>{session.you}</b> ({roleName(session.role)})
+          signed in as <b>{session.you}</b> ({memberRoleName(session.role)})
         </span>
         {!write && (
           <span id="read-only" class="badge" title="observers may list and watch, nothing else">

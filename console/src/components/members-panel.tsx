@@ -1,11 +1,11 @@
 import { useState } from "preact/hooks";
-import { permissionModeName } from "../../../client/names.js";
+import { memberRoleName, memberStatusName, permissionModeName } from "../../../client/names.js";
 import { MemberRole, MemberStatus } from "../../../gen/team/v1/enums_pb.js";
 import type { Member } from "../../../gen/team/v1/records_pb.js";
 import { refusalText } from "../refusal.js";
 import type { Session } from "../session-state.js";
 import type { TeamState } from "../team-state.js";
-import { clockTime, isoTime, roleName, statusName } from "../words.js";
+import { clockTime, isoTime } from "../words.js";
 
 interface Props {
   session: Session;
@@ -68,8 +68,8 @@ function MemberRow({ member, session, state, mayStop }: Props & { member: Member
   return (
     <tr data-member={member.name}>
       <td class="name">{member.name}</td>
-      <td class="role">{roleName(member.role)}</td>
-      <td class={`status ${statusName(member.status)}`}>{statusName(member.status)}</td>
+      <td class="role">{memberRoleName(member.role)}</td>
+      <td class={`status ${memberStatusName(member.status)}`}>{memberStatusName(member.status)}</td>
       <td class="mode">{permissionModeName(member.permissionMode)}</td>
       <td class="last-seen" title={isoTime(member.lastSeenAt)}>
         {clockTime(member.lastSeenAt)}
