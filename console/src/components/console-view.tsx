@@ -32,8 +32,10 @@ export function ConsoleView({ session, onSignOut }: Props) {
         </button>
       </header>
       <main class="panels">
-        <MembersPanel session={session} state={state} mayStop={isLead(session)} />
-        <RequestsPanel session={session} state={state} mayAnswer={write} />
+        <div class="column">
+          <MembersPanel session={session} state={state} mayStop={isLead(session)} />
+          <RequestsPanel session={session} state={state} mayAnswer={write} />
+        </div>
         <FeedPanel state={state} />
         <JournalPanel session={session} state={state} />
       </main>
