@@ -22,9 +22,10 @@ export interface OriginGuard {
  * sends this server's address.
  *
  * A browser would already keep a foreign page from reading our answers (no
- * Access-Control-Allow-Origin) and would preflight anything carrying a token; refusing the
- * call itself, before any handler, also keeps a call that needs no preflight (a CreateTeam
- * with a form-like body, an /mcp POST) from having an effect the page cannot see.
+ * Access-Control-Allow-Origin), and it preflights every call that carries a token or a
+ * Connect content type. Refusing the call itself, before any handler, does not lean on
+ * that: a request a browser sends without asking first (a form-like POST, a call from a
+ * page that never reads the answer) reaches no handler either.
  *
  * The gRPC Subscribe fast path (HTTP/2 with prior knowledge) does not pass here: browsers
  * speak cleartext HTTP/1.1 only, and its content type would need a preflight, refused here.

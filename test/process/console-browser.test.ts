@@ -157,6 +157,10 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     expect(await page.$("#read-only")).toBeNull();
     await page.waitForSelector("#feed-status[data-state=live]");
     await page.waitForSelector("#members tr[data-member=alice] .mode >> text=plan");
+    // A reload keeps the tab's session (sessionStorage), with no sign-in asked again.
+    await page.reload();
+    await page.waitForSelector("#feed-status[data-state=live]");
+    expect(await page.$("#token")).toBeNull();
 
     // --- A plan arrives live; the lead rejects it with feedback. ------------------------
     const aliceInbox = follow(alice);

@@ -11,7 +11,10 @@ import { clockTime, isoTime } from "../words.js";
 interface Props {
   session: Session;
   state: TeamState;
-  /** false for an observer: no answer or withdraw buttons at all. */
+  /**
+   * false for an observer: no answer or withdraw buttons at all. (The server never addresses
+   * an observer and it cannot ask, so this only keeps the page read-only should that change.)
+   */
   mayAnswer: boolean;
 }
 
