@@ -200,6 +200,7 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
       permissionMode: PermissionMode.ACCEPT_EDITS,
     });
     await page.waitForSelector("#members tr[data-member=alice] .mode >> text=accept_edits");
+    expect(await page.textContent("#members tr[data-member=alice] .last-seen")).not.toBe("never");
 
     // --- A refusal shows its rule's sentence (bob rejects a shutdown without a reason). -
     const asked = await lead.send({ to: "bob", message: shutdownRequest("all done") });
@@ -252,6 +253,21 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
         )
       );
     });
+
+    // And by request: everything tried on bob's shutdown request, by anyone (not alice's plans).
+    await page.selectOption("#journal-member", "");
+    await page.selectOption("#journal-outcome", "0"); // any
+    await page.fill("#journal-request", asked.requestId);
+    await page.click("#journal button[type=submit]");
+    await page.waitForFunction((id) => {
+      const rows = Array.from(
+        (globalThis as unknown as PageScope).document.querySelectorAll("#journal tbody tr"),
+      );
+      return (
+        rows.some((r) => r.getAttribute("data-outcome") === "accepted") &&
+        rows.every((r) => r.textContent?.includes(id))
+      );
+    }, asked.requestId);
 
     // --- The page's connections are cut: the feed resumes from its cursor. --------------
     await proxy.cut();
