@@ -200,7 +200,13 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
       permissionMode: PermissionMode.ACCEPT_EDITS,
     });
     await page.waitForSelector("#members tr[data-member=alice] .mode >> text=accept_edits");
-    expect(await page.textContent("#members tr[data-member=alice] .last-seen")).not.toBe("never");
+    // Last seen: set by her calls (the server writes it in the background, so wait for it).
+    await page.waitForFunction(() => {
+      const cell = (globalThis as unknown as PageScope).document.querySelectorAll(
+        "#members tr[data-member=alice] .last-seen",
+      )[0];
+      return cell !== undefined && cell.textContent !== "never";
+    });
 
     // --- A refusal shows its rule's sentence (bob rejects a shutdown without a reason). -
     const asked = await lead.send({ to: "bob", message: shutdownRequest("all done") });
@@ -298,6 +304,9 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     // --- An observer sees the same feed and can only watch. ------------------------------
     const waiting = await bob.send({ to: "team-lead", message: planRequest("1. tidy the docs") });
     await page.waitForSelector(`${card(waiting.requestId)} button.approve`);
+    // The lead's feed is complete once it shows both events of that send (its message; the
+    // request, which made the card): nothing happens in the team after it.
+    await page.waitForSelector("#feed li.event[data-kind=message] >> text=tidy the docs");
     const { page: eyePage, context: eyeContext } = await openConsole(proxy.url, seen, problems);
     await signIn(eyePage, eyeToken);
     await eyePage.waitForSelector("#read-only");
