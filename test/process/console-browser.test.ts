@@ -152,6 +152,13 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
 
     // --- The lead signs in. -------------------------------------------------------------
     const { context: leadContext, page } = await openConsole(proxy.url, seen, problems);
+    // A wrong token is refused by the server, in words, and nothing is kept.
+    await page.fill("#token", "tp_not-a-real-token");
+    await page.click("#sign-in button[type=submit]");
+    await page.waitForSelector("#sign-in .refusal >> text=unauthenticated");
+    expect(
+      await page.evaluate(() => (globalThis as unknown as PageScope).sessionStorage.length),
+    ).toBe(0);
     await signIn(page, created.token);
     expect(await page.textContent("#who")).toContain("team-lead");
     expect(await page.$("#read-only")).toBeNull();
@@ -361,7 +368,7 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
       expect(call.headers.cookie, call.url).toBeUndefined();
     }
     for (const s of seen) {
-      for (const token of tokens) expect(s.url).not.toContain(token);
+      for (const token of [...tokens, "tp_not-a-real-token"]) expect(s.url).not.toContain(token);
     }
 
     // CONSOLE_ALLOWED_ORIGINS reached the server through main.ts: the named origin's
