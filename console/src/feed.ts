@@ -31,7 +31,7 @@ export interface FeedHandlers {
  */
 const SILENCE_MS = 45_000;
 
-/** Refusals that a retry cannot fix: the token is revoked, or the member may not watch. */
+/** Refusals a retry cannot fix: a revoked token, a member that may not watch, a cursor refused. */
 const FINAL = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument]);
 
 /**
