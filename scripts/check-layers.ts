@@ -16,6 +16,10 @@
  *   services   health, reflection, background jobs (retention), the /mcp endpoint
  *   app        app.ts and its configuration
  *   main       the process entry point
+ *
+ * And the web console (console/src/, bundled for a browser): it may import its own files,
+ * gen/, and the modules of client/ that need no Node API (CONSOLE_MAY_IMPORT) — never
+ * server/, nor the rest of client/ (connect-node, the CLI).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -68,11 +72,11 @@ function roomOf(file: string): Room | undefined {
   return folderRooms[folder] ?? ((rooms as readonly string[]).find((r) => r === folder) as Room);
 }
 
-function* tsFiles(dir: string): Generator<string> {
+function* tsFiles(dir: string, endings = [".ts"]): Generator<string> {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* tsFiles(path);
-    else if (entry.name.endsWith(".ts")) yield path;
+    if (entry.isDirectory()) yield* tsFiles(path, endings);
+    else if (endings.some((e) => entry.name.endsWith(e))) yield path;
   }
 }
 
@@ -105,8 +109,30 @@ for (const file of tsFiles(serverDir)) {
   }
 }
 
+/** The client modules the console shares: enum words, descriptions, errors, backoff. */
+const CONSOLE_MAY_IMPORT = ["names.ts", "describe.ts", "team-error.ts", "backoff.ts"];
+const repoDir = resolve(serverDir, "..");
+const consoleDir = join(repoDir, "console", "src");
+const consoleImports = /(?:import|export)\s[^;]*?from\s+"(\.[^"]+)"/g;
+for (const file of process.argv[2] ? [] : tsFiles(consoleDir, [".ts", ".tsx"])) {
+  for (const match of readFileSync(file, "utf8").matchAll(consoleImports)) {
+    const target = resolve(dirname(file), (match[1] as string).replace(/\.js$/, ".ts"));
+    const where = relative(repoDir, target);
+    const ok =
+      !relative(consoleDir, target).startsWith("..") ||
+      where.startsWith("gen/") ||
+      CONSOLE_MAY_IMPORT.some((name) => where === `client/${name}`);
+    if (!ok) {
+      problems.push(
+        `${relative(repoDir, file)} imports ${where}: the console may import console/src, ` +
+          `gen/ and client/{${CONSOLE_MAY_IMPORT.join(",")}} only`,
+      );
+    }
+  }
+}
+
 if (problems.length > 0) {
-  console.error(`upward imports in server/:\n  ${problems.join("\n  ")}`);
+  console.error(`imports that break the layers:\n  ${problems.join("\n  ")}`);
   process.exit(1);
 }
-console.log(`layers: ok (${rooms.join(" < ")})`);
+console.log(`layers: ok (${rooms.join(" < ")}); console: gen/ and client's browser modules only`);

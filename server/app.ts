@@ -10,7 +10,9 @@ import { watchHandler } from "./handlers/watch.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
 import { createConnectAdapter, type NodeHandler } from "./http/connect-adapter.js";
+import { loadConsoleAssets } from "./http/console-assets.js";
 import type { RawStreams } from "./http/http-server.js";
+import { createOriginGuard } from "./http/origin-guard.js";
 import { contextValuesFor } from "./http/slow-consumer-guard.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
@@ -73,6 +75,12 @@ export interface AppOptions {
   metricsToken?: string | undefined;
   /** Database pings behind health (defaults: every 2 s, a ping slower than 1 s fails). */
   health?: { pingIntervalMs?: number; pingTimeoutMs?: number };
+  /**
+   * Web origins (e.g. "https://ops.example.com") whose pages may call the service
+   * (CORS). Default none: only the console served at `/` by this server, and clients that
+   * are not browsers.
+   */
+  consoleAllowedOrigins?: readonly string[];
 }
 
 export interface App {
@@ -227,7 +235,7 @@ export function createApp(options: AppOptions): App {
         logger,
       });
       const scrape = createMetricsEndpoint(metrics, options.metricsToken);
-      return createConnectAdapter({
+      const connect = createConnectAdapter({
         routes: (router) => app.routes(router),
         readMaxBytes: READ_MAX_BYTES,
         contextValues: contextValuesFor,
@@ -240,6 +248,13 @@ export function createApp(options: AppOptions): App {
         },
         logger,
       });
+      // The web console's files at `/`, and the browser's cross-origin rules for the rest.
+      const consoleFiles = loadConsoleAssets();
+      const origins = createOriginGuard(options.consoleAllowedOrigins ?? []);
+      return (req, res) => {
+        if (consoleFiles.serve(req, res) || origins.answer(req, res)) return;
+        connect(req, res);
+      };
     },
     rawStreams() {
       if (options.grpcSubscribeFastPath === false) return undefined;

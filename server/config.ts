@@ -31,6 +31,8 @@ export interface Config {
   retentionDays: number;
   journalRetentionDays: number;
   retentionIntervalMs: number;
+  /** Web origins whose pages may call the service (CORS); empty: none but our own console. */
+  consoleAllowedOrigins: string[];
   logLevel: string;
 }
 
@@ -61,6 +63,32 @@ const databaseUrl = (value: string) => {
   }
   return value;
 };
+/**
+ * A comma-separated list of web origins, each exactly `scheme://host[:port]` (what a browser
+ * sends in its Origin header): no path, no wildcard, so that an allowed origin is a choice.
+ */
+const originList = (name: string) => (value: string) =>
+  value
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "")
+    .map((item) => {
+      let url: URL | undefined;
+      try {
+        url = new URL(item);
+      } catch {}
+      if (
+        !url ||
+        !["http:", "https:"].includes(url.protocol) ||
+        url.origin !== item.toLowerCase()
+      ) {
+        throw new InvalidArgumentError(
+          `${name} takes web origins such as https://ops.example.com (scheme, host and ` +
+            `port only, comma-separated), got "${item}"`,
+        );
+      }
+      return url.origin;
+    });
 
 const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
 const METRICS_TOKEN_ENV = "METRICS_TOKEN";
@@ -260,6 +288,15 @@ function createProgram(name = "team-protocols"): Command {
         .default(3_600_000)
         .argParser(wholeNumber("RETENTION_INTERVAL_MS", 1_000)),
     )
+    .addOption(
+      new Option(
+        "--console-allowed-origins <origins>",
+        "web origins whose pages may call the service, comma-separated (CORS; default: none)",
+      )
+        .env("CONSOLE_ALLOWED_ORIGINS")
+        .default([])
+        .argParser(originList("CONSOLE_ALLOWED_ORIGINS")),
+    )
     .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -292,6 +329,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     retentionDays: o.retentionDays,
     journalRetentionDays: o.journalRetentionDays,
     retentionIntervalMs: o.retentionIntervalMs,
+    consoleAllowedOrigins: o.consoleAllowedOrigins,
     logLevel: o.logLevel,
   };
 }

@@ -37,6 +37,7 @@ export async function run(
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
+    consoleAllowedOrigins: config.consoleAllowedOrigins,
     sendRate: { perSecond: config.sendRatePerSec, burst: config.sendBurst },
     retention: {
       days: config.retentionDays,

@@ -227,16 +227,14 @@ export async function sendEndMarkers(o: {
     for (let delay = 20; !record.acked; delay = Math.min(delay * 2, 500)) {
       record.attempts++;
       try {
-        const res = await o.endpoints
-          .pick()
-          .client.send(
-            {
-              to,
-              message: { kind: { case: "text", value: record.text } },
-              messageId: record.messageId,
-            },
-            { headers: auth(o.tokenOf(sender)), timeoutMs: 5_000 },
-          );
+        const res = await o.endpoints.pick().client.send(
+          {
+            to,
+            message: { kind: { case: "text", value: record.text } },
+            messageId: record.messageId,
+          },
+          { headers: auth(o.tokenOf(sender)), timeoutMs: 5_000 },
+        );
         record.acked = true;
         record.replayed = res.replayed;
         record.deliveries = res.deliveries.map((d) => ({ to: d.to, seq: d.seq }));

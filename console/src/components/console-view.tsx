@@ -1,0 +1,44 @@
+import { memberRoleName } from "../../../client/names.js";
+import { isLead, mayWrite, type Session } from "../session-state.js";
+import { useTeamState } from "../team-state.js";
+import { FeedPanel } from "./feed-panel.js";
+import { JournalPanel } from "./journal-panel.js";
+import { MembersPanel } from "./members-panel.js";
+import { RequestsPanel } from "./requests-panel.js";
+
+interface Props {
+  session: Session;
+  onSignOut(): void;
+}
+
+export function ConsoleView({ session, onSignOut }: Props) {
+  const state = useTeamState(session);
+  const write = mayWrite(session);
+  return (
+    <div class="console">
+      <header>
+        <h1>team-protocols</h1>
+        {state.team && <span class="team">team {state.team}</span>}
+        <span id="who">
+          signed in as <b>{session.you}</b> ({memberRoleName(session.role)})
+        </span>
+        {!write && (
+          <span id="read-only" class="badge" title="observers may list and watch, nothing else">
+            read-only
+          </span>
+        )}
+        <button id="sign-out" type="button" onClick={onSignOut}>
+          Sign out
+        </button>
+      </header>
+      <main class="panels">
+        <div class="column">
+          <MembersPanel session={session} state={state} mayStop={isLead(session)} />
+          <RequestsPanel session={session} state={state} mayAnswer={write} />
+        </div>
+        <FeedPanel state={state} />
+        <JournalPanel session={session} state={state} />
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,103 @@
+import { useState } from "preact/hooks";
+import { memberRoleName, memberStatusName, permissionModeName } from "../../../client/names.js";
+import { MemberRole, MemberStatus } from "../../../gen/team/v1/enums_pb.js";
+import type { Member } from "../../../gen/team/v1/records_pb.js";
+import { refusalText } from "../refusal.js";
+import type { Session } from "../session-state.js";
+import type { TeamState } from "../team-state.js";
+import { clockTime, isoTime } from "../words.js";
+
+interface Props {
+  session: Session;
+  state: TeamState;
+  /** The lead may force-stop members (RemoveMember); nobody else sees the button. */
+  mayStop: boolean;
+}
+
+export function MembersPanel({ session, state, mayStop }: Props) {
+  return (
+    <section id="members" class="panel">
+      <h2>Members</h2>
+      {state.membersError && (
+        <p class="refusal" role="alert">
+          {state.membersError}
+        </p>
+      )}
+      <table>
+        <thead>
+          <tr>
+            <th>Name</th>
+            <th>Role</th>
+            <th>Status</th>
+            <th>Mode</th>
+            <th>Last seen</th>
+            {mayStop && <th />}
+          </tr>
+        </thead>
+        <tbody>
+          {state.members.map((m) => (
+            <MemberRow key={m.name} member={m} session={session} state={state} mayStop={mayStop} />
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function MemberRow({ member, session, state, mayStop }: Props & { member: Member }) {
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const stoppable =
+    mayStop && member.status === MemberStatus.ACTIVE && member.role !== MemberRole.LEAD;
+
+  const stop = async () => {
+    setBusy(true);
+    try {
+      await session.rpc.removeMember({ name: member.name });
+      setConfirming(false);
+      setError(undefined);
+      state.reloadMembers();
+    } catch (err) {
+      setError(refusalText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <tr data-member={member.name}>
+      <td class="name">{member.name}</td>
+      <td class="role">{memberRoleName(member.role)}</td>
+      <td class={`status ${memberStatusName(member.status)}`}>{memberStatusName(member.status)}</td>
+      <td class="mode">{permissionModeName(member.permissionMode)}</td>
+      <td class="last-seen" title={isoTime(member.lastSeenAt)}>
+        {clockTime(member.lastSeenAt)}
+      </td>
+      {mayStop && (
+        <td class="actions">
+          {stoppable && !confirming && (
+            <button type="button" class="stop" onClick={() => setConfirming(true)}>
+              Stop
+            </button>
+          )}
+          {stoppable && confirming && (
+            <span class="confirm">
+              <button type="button" class="danger confirm-stop" disabled={busy} onClick={stop}>
+                Stop {member.name} now
+              </button>
+              <button type="button" onClick={() => setConfirming(false)}>
+                Keep
+              </button>
+            </span>
+          )}
+          {error && (
+            <span class="refusal" role="alert">
+              {error}
+            </span>
+          )}
+        </td>
+      )}
+    </tr>
+  );
+}

@@ -1,0 +1,160 @@
+import { useState } from "preact/hooks";
+import { describeMessage } from "../../../client/describe.js";
+import { requestKindName } from "../../../client/names.js";
+import { RequestKind } from "../../../gen/team/v1/enums_pb.js";
+import type { RequestRecord } from "../../../gen/team/v1/records_pb.js";
+import { refusalText } from "../refusal.js";
+import type { Session } from "../session-state.js";
+import type { TeamState } from "../team-state.js";
+import { clockTime, isoTime } from "../words.js";
+
+interface Props {
+  session: Session;
+  state: TeamState;
+  /**
+   * false for an observer: no answer or withdraw buttons at all. (The server never addresses
+   * an observer and it cannot ask, so this only keeps the page read-only should that change.)
+   */
+  mayAnswer: boolean;
+}
+
+export function RequestsPanel({ session, state, mayAnswer }: Props) {
+  return (
+    <section id="requests" class="panel">
+      <h2>
+        Pending requests <span class="count">{state.pending.length}</span>
+      </h2>
+      {state.pendingError && (
+        <p class="refusal" role="alert">
+          {state.pendingError}
+        </p>
+      )}
+      {state.pending.length === 0 && <p class="empty">Nothing waits for an answer.</p>}
+      {state.pending.map((r) => (
+        <RequestCard
+          key={r.requestId}
+          request={r}
+          session={session}
+          state={state}
+          mayAnswer={mayAnswer}
+        />
+      ))}
+    </section>
+  );
+}
+
+function RequestCard({ request, session, state, mayAnswer }: Props & { request: RequestRecord }) {
+  const [rejecting, setRejecting] = useState(false);
+  const [words, setWords] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string>();
+  const plan = request.kind === RequestKind.PLAN_APPROVAL;
+  // The addressee answers; the requester may withdraw. The server checks both again.
+  const answerable = mayAnswer && request.to === session.you;
+  const withdrawable = mayAnswer && request.from === session.you;
+
+  const act = async (call: () => Promise<unknown>) => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await call();
+      setRejecting(false);
+      state.reloadPending();
+    } catch (err) {
+      // The rule's sentence, e.g. "reason-on-reject: reason is required when rejecting…".
+      setError(refusalText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  // Both answers go back to the requester: a plan's to the teammate who asked, a
+  // shutdown's to the lead who asked (response-to-lead).
+  const answer = (approve: boolean) =>
+    act(() =>
+      session.rpc.send({
+        to: request.from,
+        message: {
+          kind: plan
+            ? {
+                case: "planApprovalResponse",
+                value: { requestId: request.requestId, approve, feedback: approve ? "" : words },
+              }
+            : {
+                case: "shutdownResponse",
+                value: { requestId: request.requestId, approve, reason: approve ? "" : words },
+              },
+        },
+      }),
+    );
+
+  return (
+    <article
+      class="request"
+      data-request-id={request.requestId}
+      data-kind={requestKindName(request.kind)}
+    >
+      <header>
+        <b>{requestKindName(request.kind)}</b> {request.from} → {request.to}
+        <span class="when" title={`expires ${isoTime(request.expiresAt)}`}>
+          asked {clockTime(request.createdAt)}, expires {clockTime(request.expiresAt)}
+        </span>
+      </header>
+      <div class="body">{describeMessage(request.request)}</div>
+      <code class="id">{request.requestId}</code>
+      {answerable && !rejecting && (
+        <div class="buttons">
+          <button type="button" class="approve" disabled={busy} onClick={() => answer(true)}>
+            Approve
+          </button>
+          <button type="button" class="reject" disabled={busy} onClick={() => setRejecting(true)}>
+            Reject
+          </button>
+        </div>
+      )}
+      {answerable && rejecting && (
+        <form
+          class="rejection"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void answer(false);
+          }}
+        >
+          <label>
+            {plan
+              ? `Feedback for ${request.from} (blank: "Plan needs revision")`
+              : `Why ${request.from} keeps working (required)`}
+            <textarea
+              class="words"
+              rows={3}
+              value={words}
+              onInput={(e) => setWords((e.target as HTMLTextAreaElement).value)}
+            />
+          </label>
+          <button type="submit" class="send-rejection danger" disabled={busy}>
+            Send rejection
+          </button>
+          <button type="button" onClick={() => setRejecting(false)}>
+            Cancel
+          </button>
+        </form>
+      )}
+      {withdrawable && (
+        <div class="buttons">
+          <button
+            type="button"
+            class="withdraw"
+            disabled={busy}
+            onClick={() => act(() => session.rpc.cancelRequest({ requestId: request.requestId }))}
+          >
+            Withdraw
+          </button>
+        </div>
+      )}
+      {error && (
+        <p class="refusal" role="alert">
+          {error}
+        </p>
+      )}
+    </article>
+  );
+}

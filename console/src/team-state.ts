@@ -1,0 +1,145 @@
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
+import type { Member, RequestRecord } from "../../gen/team/v1/records_pb.js";
+import { type FeedStatus, runFeed } from "./feed.js";
+import { refusalText } from "./refusal.js";
+import type { Session } from "./session-state.js";
+import { throttle } from "./throttle.js";
+
+/** The feed keeps this many events on the page (the newest); the server keeps them all. */
+export const FEED_LINES = 500;
+
+export interface TeamState {
+  /** The team's name, once a record or an event has named it. */
+  team: string;
+  members: Member[];
+  membersError: string | undefined;
+  /** Pending requests, newest first. */
+  pending: RequestRecord[];
+  pendingError: string | undefined;
+  /** The feed's events, newest first (at most FEED_LINES). */
+  events: TeamEvent[];
+  status: FeedStatus;
+  /** Grows with every event: panels that list what events do not carry refresh on it. */
+  activity: number;
+  reloadMembers(): void;
+  reloadPending(): void;
+}
+
+/**
+ * What the console shows of the team, kept current: the member list (ListMembers, again after
+ * member events and heartbeats, which is when last-seen times move), pending requests
+ * (ListRequests, then kept by the feed's request events), and the feed itself.
+ */
+export function useTeamState(session: Session): TeamState {
+  const { rpc } = session;
+  const [team, setTeam] = useState("");
+  const [members, setMembers] = useState<Member[]>([]);
+  const [membersError, setMembersError] = useState<string>();
+  const [pending, setPending] = useState<Map<string, RequestRecord>>(new Map());
+  const [pendingError, setPendingError] = useState<string>();
+  const [events, setEvents] = useState<TeamEvent[]>([]);
+  const [status, setStatus] = useState<FeedStatus>({ state: "connecting", connects: 0 });
+  const [activity, setActivity] = useState(0);
+  const batch = useRef<TeamEvent[]>([]);
+
+  const actions = useMemo(() => {
+    const reloadMembers = throttle(() => {
+      rpc.listMembers({}).then(
+        (r) => {
+          setMembers(r.members);
+          setMembersError(undefined);
+        },
+        (err) => setMembersError(refusalText(err)),
+      );
+    }, 2_000);
+    const reloadPending = () => {
+      rpc.listRequests({ status: RequestStatus.PENDING, pageSize: 500 }).then(
+        (r) => {
+          setPending(new Map(r.requests.map((q) => [q.requestId, q])));
+          setPendingError(undefined);
+          const named = r.requests[0]?.team;
+          if (named) setTeam(named);
+        },
+        (err) => setPendingError(refusalText(err)),
+      );
+    };
+    // Events come one by one, hundreds at once when the feed replays: they are applied in
+    // one render, after the burst.
+    const flush = () => {
+      const arrived = batch.current;
+      batch.current = [];
+      if (arrived.length === 0) return;
+      const newestFirst = [...arrived].reverse();
+      setEvents((shown) => [...newestFirst, ...shown].slice(0, FEED_LINES));
+      setActivity((n) => n + arrived.length);
+      setPending((before) => {
+        let after = before;
+        for (const event of arrived) {
+          if (event.change.case !== "request") continue;
+          const record = event.change.value.request;
+          if (!record) continue;
+          if (after === before) after = new Map(before);
+          if (record.status === RequestStatus.PENDING) after.set(record.requestId, record);
+          else after.delete(record.requestId);
+        }
+        return after;
+      });
+      const named = arrived.find((e) => teamOf(e));
+      if (named) setTeam(teamOf(named) ?? "");
+      if (arrived.some((e) => e.change.case === "member")) reloadMembers();
+    };
+    return { reloadMembers, reloadPending, flush: throttle(flush, 100) };
+  }, [rpc]);
+
+  useEffect(() => {
+    const stop = new AbortController();
+    actions.reloadMembers();
+    actions.reloadPending();
+    void runFeed(
+      rpc,
+      {
+        onEvents(arrived) {
+          batch.current.push(...arrived);
+          actions.flush();
+        },
+        onHeartbeat: () => actions.reloadMembers(),
+        onStatus: setStatus,
+      },
+      stop.signal,
+    );
+    return () => {
+      stop.abort();
+      actions.reloadMembers.cancel();
+      actions.flush.cancel();
+    };
+  }, [rpc, actions]);
+
+  const pendingList = useMemo(
+    () =>
+      [...pending.values()].sort((a, b) =>
+        Number((b.createdAt?.seconds ?? 0n) - (a.createdAt?.seconds ?? 0n)),
+      ),
+    [pending],
+  );
+  return {
+    team,
+    members,
+    membersError,
+    pending: pendingList,
+    pendingError,
+    events,
+    status,
+    activity,
+    reloadMembers: actions.reloadMembers,
+    reloadPending: actions.reloadPending,
+  };
+}
+
+function teamOf(event: TeamEvent): string | undefined {
+  const c = event.change;
+  if (c.case === "envelope") return c.value.envelope?.team || undefined;
+  if (c.case === "request") return c.value.request?.team || undefined;
+  return undefined;
+}
