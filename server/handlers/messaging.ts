@@ -14,13 +14,12 @@ import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
 import { BROADCAST } from "../domain/names.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
-import { createSendBatcher } from "../inbox/send-batcher.js";
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
 import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
-import { type SendInput, sendMessage } from "../store/send.js";
-import { isBatchable } from "../store/send-batch.js";
+import type { SendInput } from "../store/send.js";
+import { createSender } from "../store/sender.js";
 import { toEnvelope } from "./convert.js";
 
 const DEFAULT_READ_LIMIT = 100;
@@ -36,7 +35,8 @@ export function messagingHandlers(deps: {
   protocols: ProtocolConfig;
 }): MessagingImpl {
   const { db, hub, waiters, protocols } = deps;
-  const batcher = createSendBatcher(db);
+  // The store decides how a send reaches the database (group commit or a transaction).
+  const sender = createSender(db);
   return {
     async send(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -80,9 +80,7 @@ export function messagingHandlers(deps: {
             }
           : {}),
       };
-      // Plain sends share commits with concurrent ones (group commit); sends with an
-      // idempotency key or a protocol step take their own transaction.
-      const result = isBatchable(input) ? await batcher.send(input) : await sendMessage(db, input);
+      const result = await sender.send(input);
       if (!result.replayed) {
         hub.wake(result.deliveries.map((d) => d.memberId));
         plan.afterCommit?.({ hub, waiters });

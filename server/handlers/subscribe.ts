@@ -11,10 +11,10 @@ import { type Caller, requireCaller } from "../caller.js";
 import { LimitError } from "../errors.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
-import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
 import { checkRules } from "../interceptors/rules.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition } from "../store/inbox.js";
+import { createInboxReader, type InboxReader } from "../store/read-batcher.js";
 import { toEnvelope } from "./convert.js";
 
 /** Rows and bytes read per query: bound the memory one subscription holds. */

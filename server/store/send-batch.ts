@@ -2,15 +2,8 @@ import { BROADCAST } from "../domain/names.js";
 import type { Database } from "./database.js";
 import { revokedSender, type SendInput, type SendResult, unknownRecipient } from "./send.js";
 
-/** A send the batch path takes: plain, no idempotency key, no protocol hooks. */
+/** A send the batch path takes: plain, no idempotency key, no protocol hooks (sender.ts). */
 export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;
-
-export const isBatchable = (input: SendInput): boolean =>
-  !input.messageId &&
-  !input.requestId &&
-  !input.beforeAppend &&
-  !input.beforeCommit &&
-  !input.attempt;
 
 /**
  * Stores many sends with ONE statement, which is its own transaction: one round trip and
