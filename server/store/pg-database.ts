@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
-import type { Database, Queryable } from "./database.js";
+import type { Database, Transaction } from "./database.js";
 import { listenOn } from "./pg-listener.js";
 import { isRetryableConflict } from "./sql-errors.js";
 
@@ -56,9 +56,15 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     return result.rows as R[];
   };
 
-  const once = async <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> => {
+  const once = async <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> => {
     const client = await pool.connect();
-    const tx: Queryable = { query: (sql, params) => run(client, sql, params) };
+    const tx: Transaction = {
+      query: (sql, params) => run(client, sql, params),
+      // Text without parameters goes as one simple query, which may hold many statements.
+      exec: async (script) => {
+        await client.query(script);
+      },
+    };
     let broken = false;
     // pg-pool stops listening for a client's errors while it is checked out: a connection
     // lost mid-transaction (PostgreSQL restarting) would otherwise be an unhandled 'error'
