@@ -36,6 +36,10 @@ export async function run(
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
+    inboxBacklog: {
+      maxMessages: config.maxInboxBacklog,
+      maxBytes: config.maxInboxBacklogBytes,
+    },
     sendRate: { perSecond: config.sendRatePerSec, burst: config.sendBurst },
     retention: {
       days: config.retentionDays,

@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { DEFAULT_BACKLOG_LIMITS } from "../server/domain/limits.js";
 import type { Database } from "../server/store/database.js";
 import { readInbox } from "../server/store/inbox.js";
 import type { SendInput } from "../server/store/send.js";
@@ -51,7 +52,7 @@ describeEachDatabase("the store's one send()", (env) => {
     const t = await env().team("a");
     const from = await sendsFrom(t.name, "a");
     const { db, counts } = counting(env().db);
-    const sender = createSender(db);
+    const sender = createSender(db, DEFAULT_BACKLOG_LIMITS);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) => sender.send(from("team-lead", `m${i}`))),
     );
@@ -76,7 +77,7 @@ describeEachDatabase("the store's one send()", (env) => {
     const t = await env().team("a");
     const from = await sendsFrom(t.name, "a");
     const { db, counts } = counting(env().db);
-    const sender = createSender(db);
+    const sender = createSender(db, DEFAULT_BACKLOG_LIMITS);
     let hookRan = 0;
     const keyed = from("team-lead", "keyed", {
       messageId: "k-1",

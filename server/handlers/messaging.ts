@@ -10,6 +10,7 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
+import type { BacklogLimits } from "../domain/limits.js";
 import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
 import { BROADCAST } from "../domain/names.js";
 import type { InboxHub } from "../inbox/hub.js";
@@ -33,10 +34,12 @@ export function messagingHandlers(deps: {
   hub: InboxHub;
   waiters: RequestWaiters;
   protocols: ProtocolConfig;
+  /** What a recipient's inbox may hold unacked before sends to it are refused. */
+  backlog: BacklogLimits;
 }): MessagingImpl {
-  const { db, hub, waiters, protocols } = deps;
+  const { db, hub, waiters, protocols, backlog } = deps;
   // The store decides how a send reaches the database (group commit or a transaction).
-  const sender = createSender(db);
+  const sender = createSender(db, backlog);
   return {
     async send(req, ctx) {
       const caller = requireCaller(ctx.values);

@@ -29,7 +29,8 @@ $$;
 
 CREATE TABLE public.inboxes (
     member_id integer NOT NULL,
-    last_seq bigint DEFAULT 0 NOT NULL
+    last_seq bigint DEFAULT 0 NOT NULL,
+    appended_bytes bigint DEFAULT 0 NOT NULL
 );
 
 --
@@ -48,6 +49,7 @@ CREATE TABLE public.members (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seen_at timestamp with time zone,
     stopped_at timestamp with time zone,
+    acked_bytes bigint DEFAULT 0 NOT NULL,
     CONSTRAINT members_permission_mode_check CHECK ((permission_mode = ANY (ARRAY['default'::text, 'accept_edits'::text, 'bypass_permissions'::text, 'plan'::text]))),
     CONSTRAINT members_role_check CHECK ((role = ANY (ARRAY['lead'::text, 'teammate'::text]))),
     CONSTRAINT members_status_check CHECK ((status = ANY (ARRAY['active'::text, 'stopped'::text])))
