@@ -30,6 +30,7 @@ export {
 } from "./names.js";
 export { createPromptReader, type PromptReader } from "./prompt-reader.js";
 export { type PromptTextOptions, toPromptText } from "./prompt-text.js";
+export { newMessageId, retryWhileUnavailable } from "./send-retry.js";
 export {
   type AttemptFilter,
   createTeamClient,

@@ -11,6 +11,7 @@ import {
   type SendResponse,
   TeamService,
 } from "../gen/team/v1/team_service_pb.js";
+import type { BackoffOptions } from "./backoff.js";
 import { createInbox, type Inbox, type InboxOptions } from "./inbox.js";
 import {
   type MessageInit,
@@ -32,11 +33,14 @@ import {
   requestKindOf,
   requestStatusOf,
 } from "./names.js";
+import { newMessageId, retryWhileUnavailable } from "./send-retry.js";
 import { createTeamTransport, type TransportOptions } from "./transport.js";
 
 export interface TeamClientOptions extends TransportOptions {
-  /** Deadline of each unary call. Default 30 s. */
+  /** Deadline of each unary call (of a send: of all its attempts together). Default 30 s. */
   timeoutMs?: number;
+  /** Pauses between the attempts of a send that met Unavailable. Default 100 ms doubling to 5 s. */
+  sendBackoff?: BackoffOptions | undefined;
   /**
    * Calls go through this transport instead of one to `baseUrl` (e.g. the server's own routes
    * in-process, for its /mcp endpoint). It must authenticate the calls itself; withToken()
@@ -46,7 +50,11 @@ export interface TeamClientOptions extends TransportOptions {
 }
 
 export interface SendOptions {
-  /** Idempotency key: a retried send with the same key stores nothing new. */
+  /**
+   * Idempotency key: a retried send with the same key stores nothing new. Default: a fresh
+   * one per send, so that the client can retry a send that met Unavailable (a server
+   * restart, a database failover) and it is still stored once. `""`: no key, one attempt.
+   */
   messageId?: string;
 }
 
@@ -198,16 +206,20 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
       return lead;
     },
 
-    send: (to, message, o = {}) =>
-      rpc.send(
-        {
-          to,
-          message,
-          messageId: o.messageId ?? "",
-          ...(o.ttlMs !== undefined ? { ttl: durationFromMs(o.ttlMs) } : {}),
-        },
-        call,
-      ),
+    send(to, message, o = {}) {
+      const request = {
+        to,
+        message,
+        messageId: o.messageId ?? newMessageId(),
+        ...(o.ttlMs !== undefined ? { ttl: durationFromMs(o.ttlMs) } : {}),
+      };
+      // Without a key a repeat could store the message twice: one attempt only.
+      if (request.messageId === "") return rpc.send(request, call);
+      return retryWhileUnavailable((ms) => rpc.send(request, { timeoutMs: ms }), {
+        timeoutMs,
+        backoff: options.sendBackoff,
+      });
+    },
     sendText: (to, text, o) => self.send(to, textMessage(text), o),
     broadcast: (text, o) => self.send("*", textMessage(text), o),
 

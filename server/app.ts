@@ -1,6 +1,4 @@
-import type { Http2ServerResponse } from "node:http2";
 import type { ConnectRouter } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { type BacklogLimits, DEFAULT_BACKLOG_LIMITS } from "./domain/limits.js";
@@ -11,7 +9,7 @@ import { requestHandlers } from "./handlers/requests.js";
 import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
-import { fixConnectResponses } from "./http/connect-response-fixes.js";
+import { createConnectAdapter, type NodeHandler } from "./http/connect-adapter.js";
 import type { RawStreams } from "./http/http-server.js";
 import { contextValuesFor } from "./http/slow-consumer-guard.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
@@ -21,7 +19,7 @@ import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
-import { rulesInterceptor } from "./interceptors/rules.js";
+import { rulesInterceptor } from "./interceptors/rules/table.js";
 import { type SendRateOptions, sendRateInterceptor } from "./interceptors/send-rate.js";
 import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";
@@ -75,10 +73,13 @@ export interface AppOptions {
 }
 
 export interface App {
-  /** Registers every service on a Connect router (connectNodeAdapter, createRouterTransport). */
+  /** Registers every service on a Connect router (the HTTP adapter, createRouterTransport). */
   routes(router: ConnectRouter): void;
-  /** The Node request handler for the HTTP server: every service, limits, context values. */
-  nodeHandler(): ReturnType<typeof connectNodeAdapter>;
+  /**
+   * The Node request handler for the HTTP server: every service through connect
+   * (http/connect-adapter.ts), with limits and context values, and /mcp beside them.
+   */
+  nodeHandler(): NodeHandler;
   /**
    * HTTP/2 streams the app serves itself, before Node builds its compatibility objects
    * (gRPC Subscribe, streaming/grpc-subscribe.ts): give it to the HTTP server as
@@ -193,11 +194,6 @@ export function createApp(options: AppOptions): App {
       serveReflection(router, [file_team_v1_rule_violation]);
     },
     nodeHandler() {
-      const connect = connectNodeAdapter({
-        routes: (router) => app.routes(router),
-        readMaxBytes: READ_MAX_BYTES,
-        contextValues: contextValuesFor,
-      });
       // MCP for LLM agents on the same port, its tools through these same routes.
       const mcp = createMcpEndpoint({
         routes: (router) => app.routes(router),
@@ -205,13 +201,17 @@ export function createApp(options: AppOptions): App {
         readMaxBytes: READ_MAX_BYTES,
         logger,
       });
-      const handler: ReturnType<typeof connectNodeAdapter> = (req, res) => {
-        const path = req.url?.split("?")[0];
-        if (path === MCP_PATH) return mcp(req, res);
-        fixConnectResponses(res as Http2ServerResponse);
-        connect(req, res);
-      };
-      return handler;
+      return createConnectAdapter({
+        routes: (router) => app.routes(router),
+        readMaxBytes: READ_MAX_BYTES,
+        contextValues: contextValuesFor,
+        fallback: (req, res) => {
+          if (req.url?.split("?")[0] === MCP_PATH) return mcp(req, res);
+          res.writeHead(404);
+          res.end();
+        },
+        logger,
+      });
     },
     rawStreams() {
       if (options.grpcSubscribeFastPath === false) return undefined;

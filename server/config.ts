@@ -1,5 +1,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_BACKLOG_LIMITS, MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
+import { parseDatabaseUrl } from "./store/database-url.js";
+import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from "./store/pg-database.js";
 
 export interface Config {
   host: string;
@@ -13,12 +15,16 @@ export interface Config {
   planApprovalTtlMs: number;
   shutdownGraceMs: number;
   dbPoolSize: number;
+  dbStatementTimeoutMs: number;
+  dbConnectTimeoutMs: number;
   callerCacheTtlMs: number;
   maxSubscriptionsPerMember: number;
   maxStreamsPerConnection: number;
   maxInboxBacklog: number;
   maxInboxBacklogBytes: number;
   headersTimeoutMs: number;
+  /** A response whose client reads nothing for this long is cut (the slow-consumer guard). */
+  slowConsumerTimeoutMs: number;
   requestTimeoutMs: number;
   sendRatePerSec: number;
   sendBurst: number;
@@ -44,6 +50,17 @@ const wholeNumber =
 const positiveInt = (name: string) => wholeNumber(name);
 // Request deadlines stay within the bounds a per-request ttl may take.
 const ttl = (name: string) => wholeNumber(name, MIN_TTL_MS, MAX_TTL_MS);
+
+/** A DATABASE_URL we can use (one host or several), refused at start with the reason. */
+const databaseUrl = (value: string) => {
+  if (value.trim() === "") return "";
+  try {
+    parseDatabaseUrl(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return value;
+};
 
 const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
 
@@ -89,9 +106,13 @@ function createProgram(name = "team-protocols"): Command {
         .argParser(wholeNumber("PORT (0 picks a free port)", 0, 65_535)),
     )
     .addOption(
-      new Option("--database-url <url>", "PostgreSQL connection URL; unset: embedded database").env(
-        "DATABASE_URL",
-      ),
+      new Option(
+        "--database-url <url>",
+        "PostgreSQL connection URL, one host or several (postgres://h1:5432,h2:5432/db); " +
+          "unset: embedded database",
+      )
+        .env("DATABASE_URL")
+        .argParser(databaseUrl),
     )
     .addOption(
       new Option("--data-dir <dir>", "folder of the embedded database")
@@ -130,6 +151,25 @@ function createProgram(name = "team-protocols"): Command {
         .env("DB_POOL_SIZE")
         .default(20)
         .argParser(positiveInt("DB_POOL_SIZE")),
+    )
+    .addOption(
+      new Option(
+        "--db-statement-timeout-ms <ms>",
+        "a database statement taking longer is cancelled, and a commit waiting that long " +
+          "(+5 s) for its synchronous standby is given up; the call fails with Unavailable",
+      )
+        .env("DB_STATEMENT_TIMEOUT_MS")
+        .default(DEFAULT_STATEMENT_TIMEOUT_MS)
+        .argParser(wholeNumber("DB_STATEMENT_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option(
+        "--db-connect-timeout-ms <ms>",
+        "a database host that has not accepted a connection by then counts as down",
+      )
+        .env("DB_CONNECT_TIMEOUT_MS")
+        .default(DEFAULT_CONNECT_TIMEOUT_MS)
+        .argParser(wholeNumber("DB_CONNECT_TIMEOUT_MS", 100)),
     )
     .addOption(
       new Option(
@@ -186,6 +226,15 @@ function createProgram(name = "team-protocols"): Command {
         .env("HEADERS_TIMEOUT_MS")
         .default(10_000)
         .argParser(wholeNumber("HEADERS_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option(
+        "--slow-consumer-timeout-ms <ms>",
+        "a response whose client reads nothing for this long is cut (it resumes from its last seq)",
+      )
+        .env("SLOW_CONSUMER_TIMEOUT_MS")
+        .default(30_000)
+        .argParser(wholeNumber("SLOW_CONSUMER_TIMEOUT_MS", 100)),
     )
     .addOption(
       new Option("--request-timeout-ms <ms>", "time for a whole HTTP/1.1 request to arrive")
@@ -247,12 +296,15 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     planApprovalTtlMs: o.planApprovalTtlMs,
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
+    dbStatementTimeoutMs: o.dbStatementTimeoutMs,
+    dbConnectTimeoutMs: o.dbConnectTimeoutMs,
     callerCacheTtlMs: o.callerCacheTtlMs,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxStreamsPerConnection: o.maxStreamsPerConnection,
     maxInboxBacklog: o.maxInboxBacklog,
     maxInboxBacklogBytes: o.maxInboxBacklogBytes,
     headersTimeoutMs: o.headersTimeoutMs,
+    slowConsumerTimeoutMs: o.slowConsumerTimeoutMs,
     requestTimeoutMs: o.requestTimeoutMs,
     sendRatePerSec: o.sendRate,
     sendBurst: o.sendBurst,

@@ -28,7 +28,7 @@ export async function run(
       ? "team-protocols starting: connecting to PostgreSQL and migrating"
       : `team-protocols starting: opening the embedded database in ${config.dataDir} (about 10 s)`,
   );
-  const { db, applied } = await openDatabase(config);
+  const { db, applied } = await openDatabase(config, logger);
   const app = createApp({
     db,
     logger,
@@ -60,6 +60,7 @@ export async function run(
     logger,
     maxStreamsPerConnection: config.maxStreamsPerConnection,
     headersTimeoutMs: config.headersTimeoutMs,
+    slowConsumerTimeoutMs: config.slowConsumerTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
   });
   logger.info(

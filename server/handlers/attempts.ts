@@ -7,7 +7,7 @@ import { DomainError } from "../errors.js";
 import { listAttempts } from "../store/attempts.js";
 import type { Database } from "../store/database.js";
 import { findMember } from "../store/members.js";
-import { toAttempt } from "./convert.js";
+import { checkedByRules, toAttempt } from "./convert.js";
 import { keysetPage, pageSize, pageTokenPosition } from "./page-token.js";
 
 type AttemptsImpl = Pick<ServiceImpl<typeof TeamService>, "listAttempts">;
@@ -20,10 +20,7 @@ export function attemptHandlers(deps: { db: Database }): AttemptsImpl {
   return {
     async listAttempts(req, ctx) {
       const caller = requireCaller(ctx.values);
-      const outcome = attemptOutcomeFromProto(req.outcome);
-      if (outcome === undefined) {
-        throw new DomainError("invalid-argument", "outcome is not a known outcome");
-      }
+      const outcome = checkedByRules(attemptOutcomeFromProto(req.outcome), "outcome");
       let memberId = caller.role === "lead" ? undefined : caller.id;
       if (req.member !== "") {
         const member = await findMember(db, caller.teamId, req.member);

@@ -83,3 +83,12 @@ export function toAttempt(a: AttemptRow): Attempt {
     message: a.message,
   });
 }
+
+/**
+ * An enum field's word, which the rules table (size-shape) has already checked: a value outside
+ * the enum never reaches a handler, so undefined here is a bug, not bad input.
+ */
+export function checkedByRules<W>(word: W | undefined, field: string): W {
+  if (word === undefined) throw new Error(`${field} passed the rules table outside its enum`);
+  return word;
+}

@@ -17,7 +17,7 @@ import { cancelRequestsOfStoppingMember } from "../protocols/cancel.js";
 import type { Database } from "../store/database.js";
 import { addMember, createTeam, findMember, listMembers, stopMember } from "../store/members.js";
 import { generateToken, hashToken } from "../tokens.js";
-import { toMember } from "./convert.js";
+import { checkedByRules, toMember } from "./convert.js";
 
 export const DEFAULT_LEAD_NAME = "team-lead";
 
@@ -41,10 +41,10 @@ export function membershipHandlers(deps: {
   const { db, hub, waiters } = deps;
   return {
     async createTeam(req) {
-      const mode = permissionModeFromProto(req.leadPermissionMode);
-      if (mode === undefined) {
-        throw new DomainError("invalid-argument", "lead_permission_mode is not a known mode");
-      }
+      const mode = checkedByRules(
+        permissionModeFromProto(req.leadPermissionMode),
+        "lead_permission_mode",
+      );
       const token = generateToken();
       const lead = await createTeam(db, req.team, {
         name: req.leadName || DEFAULT_LEAD_NAME,
@@ -61,10 +61,7 @@ export function membershipHandlers(deps: {
       const mode =
         req.permissionMode === PermissionMode.UNSPECIFIED
           ? caller.lead.permissionMode
-          : permissionModeFromProto(req.permissionMode);
-      if (mode === undefined) {
-        throw new DomainError("invalid-argument", "permission_mode is not a known mode");
-      }
+          : checkedByRules(permissionModeFromProto(req.permissionMode), "permission_mode");
       const token = generateToken();
       const member = await addMember(db, caller.teamId, req.name, hashToken(token), mode);
       return create(AddMemberResponseSchema, { token, member: toMember(member) });

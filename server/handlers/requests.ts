@@ -16,7 +16,7 @@ import { cancelRequest } from "../protocols/cancel.js";
 import type { Database } from "../store/database.js";
 import { findMember } from "../store/members.js";
 import { findRequest, listRequests, type RequestRow } from "../store/requests.js";
-import { toRequestRecord } from "./convert.js";
+import { checkedByRules, toRequestRecord } from "./convert.js";
 import { keysetPage, pageSize, pageTokenPosition } from "./page-token.js";
 
 type RequestsImpl = Pick<
@@ -66,11 +66,8 @@ export function requestHandlers(deps: {
 
     async listRequests(req, ctx) {
       const caller = requireCaller(ctx.values);
-      const status = requestStatusFromProto(req.status);
-      const kind = requestKindFromProto(req.kind);
-      if (status === undefined)
-        throw new DomainError("invalid-argument", "status is not a known status");
-      if (kind === undefined) throw new DomainError("invalid-argument", "kind is not a known kind");
+      const status = checkedByRules(requestStatusFromProto(req.status), "status");
+      const kind = checkedByRules(requestKindFromProto(req.kind), "kind");
       let partyId: number | undefined;
       if (req.party !== "") {
         const party = await findMember(db, caller.teamId, req.party);
@@ -101,7 +98,7 @@ export function requestHandlers(deps: {
       const asked = req.timeout
         ? Number(req.timeout.seconds) * 1000 + Math.floor(req.timeout.nanos / 1e6)
         : DEFAULT_AWAIT_MS;
-      if (asked < 0) throw new DomainError("invalid-argument", "timeout is negative");
+      // A negative timeout is refused by the rules table (size-shape).
       const callDeadline = ctx.timeoutMs();
       const budget = Math.min(
         asked,

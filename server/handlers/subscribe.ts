@@ -11,7 +11,7 @@ import { type Caller, requireCaller } from "../caller.js";
 import { LimitError } from "../errors.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
-import { checkRules } from "../interceptors/rules.js";
+import { checkRules } from "../interceptors/rules/table.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition } from "../store/inbox.js";
 import { createInboxReader, type InboxReader } from "../store/read-batcher.js";

@@ -23,7 +23,7 @@ export interface RawStreams {
 }
 
 export interface ServerOptions {
-  /** The request handler (connectNodeAdapter's), served over HTTP/1.1 and HTTP/2 alike. */
+  /** The request handler (App.nodeHandler()), served over HTTP/1.1 and HTTP/2 alike. */
   handler: Handler;
   /** HTTP/2 streams served before (instead of) `handler` (App.rawStreams()). */
   rawStreams?: RawStreams | undefined;
@@ -100,8 +100,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (stopping && "setHeader" in res && !res.headersSent && req.httpVersionMajor === 1) {
       res.setHeader("connection", "close");
     }
-    // Innermost: a response (rewritten by the handler's own wrappers, see
-    // connect-response-fixes.ts) is complete before its end may wait for the request.
+    // What every response gets at the Node level, here and nowhere else: counted in flight,
+    // told to close the connection while stopping, the rest of an unread request body read
+    // and dropped once the response is complete, cut when its client stops reading. Both
+    // cover /mcp and the 404s too. What connect's answers need is fixed in connect-es
+    // itself (connect-adapter.ts says what and why).
     finishUnreadRequestBodies(req, res);
     guardSlowConsumer(req, res, slowConsumerMs, logCut(req.url));
     handler(req, res);

@@ -31,10 +31,8 @@ const QUIET_MS = 100;
  *   connect-es sends no END_STREAM once it has its response.
  */
 export function finishUnreadRequestBodies(req: Request, res: Response): void {
-  // connect-node reads the body with `for await` and stops at a message it refuses: the
-  // iterator's return() would destroy the request, and the rest could not be read.
-  (req as { [Symbol.asyncIterator]: () => AsyncIterator<unknown> })[Symbol.asyncIterator] = () =>
-    req.iterator({ destroyOnReturn: false });
+  // A reader that stops early must not destroy the request: connect-adapter.ts gives
+  // connect an iterator that does not, and the MCP endpoint reads with 'data' events.
   if ("stream" in req) {
     const stream = req.stream;
     // Node's compatibility layer ends every response with trailers, sent from its own,

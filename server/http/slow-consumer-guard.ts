@@ -6,7 +6,7 @@ type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
 
 // One signal per request, aborted when its response is cut; handlers see it as a context
-// value (connectNodeAdapter's contextValues option reads it from here).
+// value (connect-adapter.ts's contextValues option reads it from here).
 const cutSignals = new WeakMap<Request, AbortSignal>();
 
 /** Aborted when the server cut the call's response because its client stopped reading. */
@@ -14,7 +14,7 @@ export const responseCutKey = createContextKey<AbortSignal | undefined>(undefine
   description: "aborted when a slow consumer's response is cut",
 });
 
-/** connectNodeAdapter's `contextValues`: hands the request's cut signal to handlers. */
+/** The adapter's `contextValues` (connect-adapter.ts): hands the request's cut signal to handlers. */
 export function contextValuesFor(req: Request) {
   return createContextValues().set(responseCutKey, cutSignals.get(req));
 }

@@ -3,7 +3,7 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
 import { DomainError, LimitError, type Refusal, RuleViolationError } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { classifyDriverError } from "../store/sql-errors.js";
+import { classifyDriverError, UncertainCommitError } from "../store/sql-errors.js";
 import { retryInfo } from "./retry-info.js";
 
 const codeOf: Record<Refusal, Code> = {
@@ -35,6 +35,8 @@ const clientGoneCodes = new Set([
 ]);
 
 export function toConnectError(err: unknown): ConnectError {
+  // Undecodable requests (unary and streams alike) are InvalidArgument inside connect-es
+  // itself (patches/@connectrpc+connect+2.1.2.patch), so they never arrive here as Internal.
   if (err instanceof ConnectError) return err;
   if (clientGoneCodes.has((err as { code?: string } | null)?.code ?? "")) {
     return new ConnectError("the client went away", Code.Canceled, undefined, undefined, err);
@@ -60,7 +62,9 @@ export function toConnectError(err: unknown): ConnectError {
   }
   if (classifyDriverError(err) === "unavailable") {
     return new ConnectError(
-      "the database is unavailable; retry shortly",
+      err instanceof UncertainCommitError
+        ? "the database may or may not have stored this; retry with the same message_id"
+        : "the database is unavailable; retry shortly",
       Code.Unavailable,
       undefined,
       undefined,
@@ -76,6 +80,16 @@ export function toConnectError(err: unknown): ConnectError {
  * abandoned (`aborted`) ends in whatever error the dead stream raised: a cancellation, not
  * a fault of ours.
  */
+/**
+ * A logged message is capped as the wire's is (patches/: 1024 characters): a refusal can quote
+ * a client's value, and a 1 MiB bad value must not become a 1 MiB log line per call.
+ */
+const MAX_LOGGED_MESSAGE = 1024;
+const loggable = (message: string) =>
+  message.length <= MAX_LOGGED_MESSAGE
+    ? message
+    : `${message.slice(0, MAX_LOGGED_MESSAGE)}… (truncated)`;
+
 export function reportCallError(
   logger: Logger,
   method: string,
@@ -89,10 +103,10 @@ export function reportCallError(
   if (ce.code === Code.Internal || ce.code === Code.Unavailable) {
     logger.error(
       { event: "rpc_error", method, code: Code[ce.code], err: ce.cause ?? err },
-      ce.rawMessage,
+      loggable(ce.rawMessage),
     );
   } else {
-    logger.info({ event: "rpc_refused", method, code: Code[ce.code] }, ce.rawMessage);
+    logger.info({ event: "rpc_refused", method, code: Code[ce.code] }, loggable(ce.rawMessage));
   }
   return ce;
 }

@@ -1,12 +1,12 @@
 import type http from "node:http";
 import { type ConnectRouter, createRouterTransport } from "@connectrpc/connect";
-import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { createTeamMcpServer, httpConfig } from "../../client/mcp/team-mcp-server.js";
 import { type InboxCursor, newInboxCursor } from "../../client/mcp/wait-for-messages.js";
 import { createTeamClient } from "../../client/team-client.js";
 import { teamErrorInterceptor } from "../../client/team-error.js";
 import type { Caller } from "../caller.js";
+import type { NodeHandler } from "../http/connect-adapter.js";
 import { bearerToken } from "../interceptors/auth.js";
 import type { Logger } from "../logger.js";
 
@@ -22,7 +22,6 @@ export interface McpEndpointOptions {
   logger: Logger;
 }
 
-type NodeHandler = ReturnType<typeof connectNodeAdapter>;
 type Req = Parameters<NodeHandler>[0];
 type Res = Parameters<NodeHandler>[1];
 

@@ -31,6 +31,14 @@ const MAX_PER_TICK = 500;
  * SKIP LOCKED and moved by compare-and-set, so several server processes can sweep the same
  * database, and a response racing the expiry either wins (the sweeper then skips it) or
  * loses (and is refused by once-only).
+ *
+ * Across a database failover: the only lock is that row lock, held by the transaction that
+ * expires the request and writes its request_update, and released with it. A failover
+ * cuts the transaction; whether it committed is then unknown, but either the new primary
+ * has the expiry and its update together (a synchronous standby had the commit), or
+ * neither, and the request is still pending and overdue there: the next sweep expires it.
+ * Nothing is held or remembered between sweeps, so the requester gets exactly one
+ * request_update either way; only its wake-up may come from the next sweep.
  */
 export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
   const { db, hub, waiters, logger } = options;

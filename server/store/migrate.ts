@@ -29,6 +29,15 @@ export async function loadMigrations(): Promise<Migration[]> {
  * fails leaves nothing of itself behind, and the server does not start). Safe when several
  * servers start at once: each transaction first takes one advisory lock, so they run one
  * after another and each sees what the previous one applied.
+ *
+ * Safe across a database failover too, although advisory locks are not replicated (the
+ * new primary has never heard of this one): the lock is transaction-scoped and guards only
+ * the transaction that applies the migration and records it in schema_migrations. A
+ * failover cuts that transaction, so the lock, the migration and its record vanish
+ * together, or all three committed (and were replicated with the commit). Nothing here
+ * relies on the lock after its transaction; the next server to start takes it anew on the
+ * new primary and finds schema_migrations as it is there. Standbys grant advisory locks as
+ * well, but the pool only ever talks to the writable primary (store/primary-pool.ts).
  * Returns the versions it applied. `migrations` defaults to the ones shipped (tests give
  * their own).
  */

@@ -1,7 +1,7 @@
 /**
  * A teammate agent on @grpc/grpc-js alone: it loads proto/ at run time with
  * @grpc/proto-loader, so it uses no generated code and no Connect code, as an agent in a
- * project of its own would. test/grpc-js.test.ts runs it as a child process.
+ * project of its own would. test/interop/grpc-js.test.ts runs it as a child process.
  *
  *   TEAM_TOKEN=tp_... node --import tsx test/agents/grpc-js-agent.ts 127.0.0.1:8080
  *

@@ -4,7 +4,7 @@
 
 It joins its team with the token it was given, streams its inbox, submits a plan to the
 lead and waits for the verdict, acking what it handled, then approves the lead's shutdown request; the server then
-ends its stream and it exits 0. One JSON line per event on stdout. test/python.test.ts runs
+ends its stream and it exits 0. One JSON line per event on stdout. test/interop/python.test.ts runs
 it; the README shows it.
 """
 import json

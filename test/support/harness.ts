@@ -72,7 +72,8 @@ export async function startTestEnv(
   kind: DatabaseKind,
   testDb: TestDatabase,
   options: Partial<AppOptions> = {},
-  serverOptions: Pick<ServerOptions, "keepaliveIntervalMs" | "slowConsumerTimeoutMs"> = {},
+  serverOptions: Pick<ServerOptions, "keepaliveIntervalMs" | "slowConsumerTimeoutMs"> &
+    Partial<Pick<ServerOptions, "logger">> = {},
 ): Promise<TestEnv & { close(): Promise<void> }> {
   const app = createApp({ db: testDb.db, logger: silentLogger(), ...options });
   await app.ready;

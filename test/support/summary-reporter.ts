@@ -19,7 +19,12 @@ export default class SummaryReporter implements Reporter {
         else if (state === "failed") failed++;
         else skipped++;
       }
-      if (module.state() === "failed" && [...module.children.allTests()].length === 0) failed++;
+      // A file that failed outside its tests (an import, a beforeAll: its tests then show
+      // as skipped) counts as one failure, so this line never reads "0 failed" for it.
+      const tests = [...module.children.allTests()];
+      if (module.state() === "failed" && !tests.some((t) => t.result().state === "failed")) {
+        failed++;
+      }
     }
     // vitest fails the run on unhandled errors; so does this line.
     failed += unhandledErrors.length;

@@ -1,0 +1,46 @@
+import {
+  attemptOutcomeFromProto,
+  permissionModeFromProto,
+  requestKindFromProto,
+  requestStatusFromProto,
+} from "../../domain/enums.js";
+import { type AnyRequest, M, type RuleCall, type Violation } from "./rule.js";
+
+// proto3 enums are open: a client may send any number in an enum field. A number outside the
+// enum is a shape error, named by its field, before a handler converts it to the store's word.
+
+const unknown = (field: string, value: number, what: string): Violation => ({
+  sentence: `${field} ${value} is not a known ${what}`,
+  field,
+});
+
+/** The enum fields of a call, each inside its enum; and AwaitRequest's timeout not negative. */
+export function enumValueViolation({ method, request }: RuleCall): Violation | undefined {
+  const r: AnyRequest = request;
+  switch (method) {
+    case M.createTeam:
+      return permissionModeFromProto(r.leadPermissionMode) === undefined
+        ? unknown("lead_permission_mode", r.leadPermissionMode, "permission mode")
+        : undefined;
+    case M.addMember:
+      return permissionModeFromProto(r.permissionMode) === undefined
+        ? unknown("permission_mode", r.permissionMode, "permission mode")
+        : undefined;
+    case M.listRequests:
+      if (requestStatusFromProto(r.status) === undefined) {
+        return unknown("status", r.status, "request status");
+      }
+      return requestKindFromProto(r.kind) === undefined
+        ? unknown("kind", r.kind, "request kind")
+        : undefined;
+    case M.listAttempts:
+      return attemptOutcomeFromProto(r.outcome) === undefined
+        ? unknown("outcome", r.outcome, "attempt outcome")
+        : undefined;
+    case M.awaitRequest:
+      return r.timeout !== undefined && (r.timeout.seconds < 0n || r.timeout.nanos < 0)
+        ? { sentence: "timeout is negative", field: "timeout" }
+        : undefined;
+  }
+  return undefined;
+}

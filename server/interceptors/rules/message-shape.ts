@@ -1,0 +1,78 @@
+import {
+  MAX_NOTE_BYTES,
+  MAX_PLAN_BYTES,
+  MAX_RESULT_BYTES,
+  MAX_TEXT_BYTES,
+} from "../../domain/limits.js";
+import { requestIdViolation } from "./names.js";
+import type { AnyRequest, Violation } from "./rule.js";
+
+const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
+
+function over(field: string, value: string, max: number): Violation | undefined {
+  return utf8Bytes(value) > max
+    ? { sentence: `${field} is larger than ${max} bytes`, field }
+    : undefined;
+}
+
+const answered = (field: string, value: string) =>
+  requestIdViolation(
+    value,
+    field,
+    `${field} is required: the request_id of the request you answer`,
+  );
+
+/** The shape and sizes of the one case a Send's message carries. */
+export function messageShapeViolation(c: {
+  case: string;
+  value: AnyRequest;
+}): Violation | undefined {
+  const v = c.value;
+  switch (c.case) {
+    case "text": {
+      const text = c.value as unknown as string;
+      if (text.trim() === "") return { sentence: "text is empty", field: "message.text" };
+      return over("message.text", text, MAX_TEXT_BYTES);
+    }
+    case "shutdownRequest":
+      return over("message.shutdown_request.reason", v.reason, MAX_NOTE_BYTES);
+    case "shutdownResponse":
+      return (
+        answered("message.shutdown_response.request_id", v.requestId) ??
+        over("message.shutdown_response.reason", v.reason, MAX_NOTE_BYTES)
+      );
+    case "planApprovalRequest":
+      if (v.plan.trim() === "") {
+        return { sentence: "plan is empty", field: "message.plan_approval_request.plan" };
+      }
+      return over("message.plan_approval_request.plan", v.plan, MAX_PLAN_BYTES);
+    case "planApprovalResponse":
+      return (
+        answered("message.plan_approval_response.request_id", v.requestId) ??
+        over("message.plan_approval_response.feedback", v.feedback, MAX_NOTE_BYTES)
+      );
+    case "taskNotification":
+      return taskNotificationShape(v);
+  }
+  return undefined;
+}
+
+function taskNotificationShape(v: AnyRequest): Violation | undefined {
+  const field = "message.task_notification";
+  if (v.status === 0) {
+    return {
+      sentence: "status is required: completed, failed or stopped",
+      field: `${field}.status`,
+    };
+  }
+  if (![1, 2, 3].includes(v.status)) {
+    return { sentence: `status ${v.status} is not a known task status`, field: `${field}.status` };
+  }
+  return (
+    over(`${field}.task_id`, v.taskId, 256) ??
+    over(`${field}.description`, v.description, MAX_NOTE_BYTES) ??
+    over(`${field}.summary`, v.summary, MAX_NOTE_BYTES) ??
+    over(`${field}.error`, v.error, MAX_NOTE_BYTES) ??
+    over(`${field}.result`, v.result, MAX_RESULT_BYTES)
+  );
+}

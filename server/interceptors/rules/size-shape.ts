@@ -1,0 +1,105 @@
+import { MAX_MESSAGE_ID_CHARS, MAX_SEQ, MAX_TTL_MS, MIN_TTL_MS } from "../../domain/limits.js";
+import { BROADCAST } from "../../domain/names.js";
+import { enumValueViolation } from "./enum-values.js";
+import { messageShapeViolation } from "./message-shape.js";
+import { nameViolation, requestIdViolation } from "./names.js";
+import { type AnyRequest, M, type Rule, type RuleCall, type Violation } from "./rule.js";
+
+/**
+ * size-shape: names, ids, cursors, enum values and bodies have the shapes and sizes the contract promises.
+ * Checked first, so that every later rule can trust the fields it reads.
+ */
+export const sizeShape: Rule = {
+  id: "size-shape",
+  refusal: "invalid-argument",
+  check(call: RuleCall): Violation | undefined {
+    const { method, request } = call;
+    const enumViolation = enumValueViolation(call);
+    if (enumViolation) return enumViolation;
+    switch (method) {
+      case M.createTeam:
+        return (
+          nameViolation(request.team, "team", "team") ??
+          (request.leadName === ""
+            ? undefined
+            : nameViolation(request.leadName, "lead_name", "lead_name"))
+        );
+      case M.addMember:
+      case M.removeMember:
+        return nameViolation(request.name, "name", "name");
+      case M.send:
+        return sendShape(request);
+      case M.getRequest:
+      case M.awaitRequest:
+      case M.cancelRequest:
+        return requestIdViolation(request.requestId, "request_id");
+      case M.ack:
+        return request.seq > MAX_SEQ
+          ? { sentence: `seq is larger than ${MAX_SEQ}`, field: "seq" }
+          : undefined;
+      case M.readInbox:
+      case M.subscribe:
+        return request.afterSeq !== undefined && request.afterSeq > MAX_SEQ
+          ? { sentence: `after_seq is larger than ${MAX_SEQ}`, field: "after_seq" }
+          : undefined;
+      case M.listRequests:
+        return request.party === "" ? undefined : nameViolation(request.party, "party", "party");
+      case M.listAttempts:
+        return listAttemptsShape(request);
+    }
+    return undefined;
+  },
+};
+
+function sendShape(request: AnyRequest): Violation | undefined {
+  if (request.to !== BROADCAST) {
+    const v = nameViolation(request.to, "to", "to");
+    if (v) return v;
+  }
+  if ([...request.messageId].length > MAX_MESSAGE_ID_CHARS) {
+    return {
+      sentence: `message_id is longer than ${MAX_MESSAGE_ID_CHARS} characters`,
+      field: "message_id",
+    };
+  }
+  // PostgreSQL text cannot hold U+0000; other control characters are no better as keys.
+  if (/\p{Cc}/u.test(request.messageId)) {
+    return { sentence: "message_id contains control characters", field: "message_id" };
+  }
+  const kind = request.message?.kind;
+  if (kind?.case === undefined) {
+    return {
+      sentence: 'message is required: set one case, e.g. {"text": "hello"}',
+      field: "message",
+    };
+  }
+  if (request.ttl !== undefined) {
+    if (kind.case !== "shutdownRequest" && kind.case !== "planApprovalRequest") {
+      return { sentence: "ttl applies to protocol requests only", field: "ttl" };
+    }
+    const ms = Number(request.ttl.seconds) * 1000 + request.ttl.nanos / 1e6;
+    if (!(ms >= MIN_TTL_MS && ms <= MAX_TTL_MS)) {
+      return {
+        sentence: `ttl must be between ${MIN_TTL_MS / 1000} s and ${MAX_TTL_MS / 86_400_000} days`,
+        field: "ttl",
+      };
+    }
+  }
+  return messageShapeViolation(kind);
+}
+
+function listAttemptsShape(request: AnyRequest): Violation | undefined {
+  if (request.member !== "") {
+    const v = nameViolation(request.member, "member", "member");
+    if (v) return v;
+  }
+  // Any id an attempt may have named (a refusal keeps a malformed one, up to 128
+  // characters), but nothing PostgreSQL text cannot hold.
+  if ([...request.requestId].length > 128 || /\p{Cc}/u.test(request.requestId)) {
+    return {
+      sentence: "request_id is longer than 128 characters or contains control characters",
+      field: "request_id",
+    };
+  }
+  return undefined;
+}

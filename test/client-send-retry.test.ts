@@ -1,0 +1,148 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createTeamClient, type TeamClient } from "../client/index.js";
+import { migrate } from "../server/store/migrate.js";
+import { createPgDatabase } from "../server/store/pg-database.js";
+import { createScratchPgDatabase } from "./support/databases.js";
+import { startTestEnv, type TestEnv, uniqueName } from "./support/harness.js";
+import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
+
+/**
+ * The client library's half of "nothing acknowledged is lost, nothing is stored twice":
+ * every send carries a message_id unless the caller says otherwise, and a send that meets
+ * Unavailable (the server's database is away, failing over) is sent again with the same
+ * key until it is answered or its deadline passes. The outage here: a proxy in front of
+ * PostgreSQL is cut and restored.
+ */
+describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres]", () => {
+  let drop: () => Promise<void>;
+  let proxy: TcpProxy;
+  let env: TestEnv & { close(): Promise<void> };
+
+  beforeAll(async () => {
+    const scratch = await createScratchPgDatabase();
+    drop = scratch.drop;
+    const direct = new URL(scratch.url);
+    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const viaProxy = new URL(scratch.url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(proxy.port);
+    const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5 });
+    await migrate(db);
+    env = await startTestEnv("postgres", {
+      db,
+      url: viaProxy.toString(),
+      dispose: () => db.close(),
+    });
+  });
+
+  afterAll(async () => {
+    await env?.close();
+    await env?.db.close();
+    await proxy?.close();
+    await drop?.();
+  });
+
+  /** A client whose send attempts are counted by the code each ended with. */
+  async function countingTeam() {
+    const outcomes: string[] = [];
+    let onOutcome = () => {};
+    const counter: Interceptor = (next) => async (req) => {
+      try {
+        const res = await next(req);
+        if (req.method.name === "Send") outcomes.push("ok");
+        return res;
+      } catch (err) {
+        if (req.method.name === "Send") outcomes.push(Code[ConnectError.from(err).code]);
+        throw err;
+      } finally {
+        onOutcome();
+      }
+    };
+    const clientFor = (token: string): TeamClient =>
+      createTeamClient({
+        baseUrl: env.server.url,
+        sendBackoff: { initialMs: 20, maxMs: 100 },
+        transport: createConnectTransport({
+          baseUrl: env.server.url,
+          httpVersion: "2",
+          interceptors: [
+            counter,
+            (next) => (req) => {
+              req.header.set("authorization", `Bearer ${token}`);
+              return next(req);
+            },
+          ],
+        }),
+      });
+    const anon = createTeamClient({ baseUrl: env.server.url });
+    const created = await anon.createTeam(uniqueName("retry"));
+    const lead = clientFor(created.token);
+    const alice = clientFor((await lead.addMember("alice")).token);
+    /** Resolves once `n` send attempts have ended. */
+    const attempts = (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (outcomes.length >= n) resolve();
+        };
+        onOutcome = check;
+        check();
+      });
+    return { lead, alice, outcomes, attempts };
+  }
+
+  it('every send carries a message_id of its own unless the caller passes one, or "" for none', async () => {
+    const { lead, alice } = await countingTeam();
+    await lead.sendText("alice", "one");
+    await lead.sendText("alice", "two");
+    await lead.sendText("alice", "mine", { messageId: "k-1" });
+    await lead.sendText("alice", "plain", { messageId: "" });
+    const ids = (await alice.readInbox({ afterSeq: 0 })).envelopes.map((e) => e.messageId);
+    expect(ids[0]).toMatch(/^c-[0-9a-f-]{36}$/);
+    expect(ids[1]).toMatch(/^c-[0-9a-f-]{36}$/);
+    expect(ids[0]).not.toBe(ids[1]);
+    expect(ids.slice(2)).toEqual(["k-1", ""]);
+  });
+
+  it("a send that meets Unavailable is sent again with the same message_id, and stored once", async () => {
+    const { lead, alice, outcomes, attempts } = await countingTeam();
+    await proxy.cut();
+    let restored = false;
+    try {
+      const sending = lead.sendText("alice", "through the outage");
+      await attempts(2); // refused at least twice while the database is away...
+      expect(outcomes.slice(0, 2)).toEqual(["Unavailable", "Unavailable"]);
+      await proxy.restore();
+      restored = true;
+      const sent = await sending; // ...and answered once it is back
+      expect(sent.seq).toBe(1n);
+      expect(outcomes.at(-1)).toBe("ok");
+    } finally {
+      if (!restored) await proxy.restore();
+    }
+    const inbox = (await alice.readInbox({ afterSeq: 0 })).envelopes;
+    expect(inbox.map((e) => e.message?.kind.value)).toEqual(["through the outage"]);
+  });
+
+  it("a send without message_id, and a refusal, are tried once", async () => {
+    const { lead, outcomes } = await countingTeam();
+    await proxy.cut();
+    try {
+      const err = await lead.sendText("alice", "plain", { messageId: "" }).catch((e) => e);
+      expect(ConnectError.from(err).code).toBe(Code.Unavailable);
+      expect(outcomes).toEqual(["Unavailable"]);
+    } finally {
+      await proxy.restore();
+    }
+    // Back up (the pool searches again after a short pause): a refusal is not retried.
+    let refused: ConnectError | undefined;
+    for (let i = 0; i < 100 && refused?.code !== Code.NotFound; i++) {
+      outcomes.length = 0;
+      refused = ConnectError.from(await lead.sendText("nobody", "x").catch((e) => e));
+      if (refused.code !== Code.NotFound) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(refused?.code).toBe(Code.NotFound);
+    expect(outcomes).toEqual(["NotFound"]);
+  });
+});

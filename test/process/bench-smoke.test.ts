@@ -1,0 +1,181 @@
+import { spawn } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { describe, expect, inject, it } from "vitest";
+import type { BenchReport } from "../../bench/report/types.js";
+
+/**
+ * Keeps the bench working: the smoke profile (every scenario, tiny) runs end to end as
+ * `npm run bench:smoke` would, against PostgreSQL when reachable, else the embedded
+ * database. Only the shape of the result is checked, never a speed: machines are shared.
+ */
+
+const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
+// A bound on a hung bench, not a speed expectation: the smoke run takes well under a minute.
+const RUN_TIMEOUT_MS = 150_000;
+
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runBench(args: string[]): Promise<Ran> {
+  const env = { ...process.env };
+  delete env.DATABASE_URL; // the target is chosen by the arguments alone
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/main.ts", ...args], {
+    cwd: repoRoot,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (c: string) => {
+    stdout += c;
+  });
+  child.stderr.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
+  });
+  // SIGTERM lets the bench clean up (server, scratch databases); SIGKILL if it cannot.
+  const term = setTimeout(() => child.kill("SIGTERM"), RUN_TIMEOUT_MS);
+  const kill = setTimeout(() => child.kill("SIGKILL"), RUN_TIMEOUT_MS + 20_000);
+  return new Promise((resolve) => {
+    child.once("close", (code) => {
+      clearTimeout(term);
+      clearTimeout(kill);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const finite = (n: unknown) => typeof n === "number" && Number.isFinite(n);
+
+describe("bench smoke", () => {
+  it(
+    "runs every scenario and writes a well-formed JSON report",
+    async () => {
+      const dir = await mkdtemp(join(os.tmpdir(), "tp-bench-smoke-"));
+      try {
+        const out = join(dir, "smoke.json");
+        const pgAdminUrl = inject("pgAdminUrl");
+        const ran = await runBench([
+          "--smoke",
+          "--out",
+          out,
+          ...(pgAdminUrl ? ["--pg", pgAdminUrl] : []),
+        ]);
+        const output = `${ran.stdout}\n${ran.stderr}`;
+        expect(ran.code, output).toBe(0);
+        expect(ran.stdout).toMatch(/^scenario\s+figure\s+value\s+target\s+met/m);
+
+        const report = JSON.parse(await readFile(out, "utf8")) as BenchReport;
+        expect(report.schema).toBe("team-protocols-bench/1");
+        expect(report.profile).toBe("smoke");
+        expect(report.machine.cores).toBeGreaterThan(0);
+        expect(report.machine.node).toBe(process.version);
+        expect(report.database.kind).toBe(pgAdminUrl ? "postgres" : "embedded");
+        for (const setting of [
+          "version",
+          "synchronous_commit",
+          "fsync",
+          "wal_sync_method",
+          "shared_buffers",
+        ] as const) {
+          expect(report.database.settings?.[setting], setting).toEqual(expect.any(String));
+        }
+
+        const s = report.scenarios;
+        expect(Object.keys(s).sort()).toEqual(
+          ["baseline", "fanout", "latency", "memory", "protocol", "throughput"].sort(),
+        );
+        for (const [name, outcome] of Object.entries(s)) {
+          expect(outcome.status, `${name}: ${JSON.stringify(outcome)}`).toBe("ok");
+        }
+        if (
+          s.baseline.status !== "ok" ||
+          s.latency.status !== "ok" ||
+          s.throughput.status !== "ok" ||
+          s.fanout.status !== "ok" ||
+          s.protocol.status !== "ok" ||
+          s.memory.status !== "ok"
+        ) {
+          return;
+        }
+        const concurrency = [1, 8, 64];
+        expect(s.baseline.result.runs.map((r) => [r.statement, r.concurrency])).toEqual([
+          ...concurrency.map((c) => ["insert", c]),
+          ...concurrency.map((c) => ["insert+notify", c]),
+        ]);
+        for (const run of s.baseline.result.runs) expect(finite(run.commitsPerSec)).toBe(true);
+
+        expect(s.latency.result.runs.length).toBeGreaterThan(0);
+        for (const run of s.latency.result.runs) {
+          // How many arrive in time depends on the machine; that the counts add up does not.
+          expect(run.scheduled).toBeGreaterThan(0);
+          expect(run.delivered + run.undelivered, JSON.stringify(run)).toBeLessThanOrEqual(
+            run.sent,
+          );
+          expect(run.deliver.count).toBe(run.delivered);
+          expect(finite(run.deliver.p99Ms) && finite(run.deliver.p999Ms)).toBe(true);
+        }
+        expect(s.throughput.result.runs.map((r) => [r.pattern, r.concurrency])).toEqual([
+          ...concurrency.map((c) => ["spread", c]),
+          ...concurrency.map((c) => ["one-inbox", c]),
+          ...concurrency.map((c) => ["rpc-floor", c]),
+        ]);
+        for (const run of s.throughput.result.runs) {
+          expect(run.errors, JSON.stringify(run)).toBe(0);
+          expect(finite(run.sendsPerSec)).toBe(true);
+        }
+
+        expect(s.fanout.result.rounds.length).toBeGreaterThan(0);
+        for (const round of s.fanout.result.rounds) {
+          expect(round.missed).toBe(0);
+          expect(finite(round.lastMs)).toBe(true);
+        }
+        expect(s.protocol.result.completed).toBe(s.protocol.result.rounds);
+        expect(s.memory.result.levels.length).toBe(2);
+        for (const level of s.memory.result.levels) {
+          expect(level.rssBytes).toBeGreaterThan(0);
+          expect(level.heapUsedBytes).toBeGreaterThan(0);
+          expect(finite(level.bytesPerStream)).toBe(true);
+        }
+
+        // Every figure is printable, and each target says whether it is met.
+        expect(report.figures.length).toBeGreaterThan(0);
+        for (const f of report.figures) {
+          expect(f.figure).toEqual(expect.any(String));
+          if (f.target) expect(typeof f.met, f.figure).toBe("boolean");
+        }
+        for (const scenario of ["latency", "throughput", "fanout", "memory"]) {
+          expect(
+            report.figures.some((f) => f.scenario === scenario && f.target),
+            `${scenario} has a figure with a target`,
+          ).toBe(true);
+        }
+
+        // The scratch databases of a PostgreSQL run are gone.
+        if (pgAdminUrl) {
+          const names = [...output.matchAll(/\btp_bench\w*_[0-9a-f]{12}\b/g)].map((m) => m[0]);
+          const client = new pg.Client({ connectionString: pgAdminUrl });
+          await client.connect();
+          try {
+            const left = await client.query(
+              "SELECT datname FROM pg_database WHERE datname = ANY($1::text[])",
+              [names],
+            );
+            expect(left.rows).toEqual([]);
+          } finally {
+            await client.end();
+          }
+        }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    RUN_TIMEOUT_MS + 30_000,
+  );
+});

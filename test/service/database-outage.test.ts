@@ -1,0 +1,97 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { migrate } from "../../server/store/migrate.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createScratchPgDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv } from "../support/harness.js";
+import { inbox, text } from "../support/protocol-helpers.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+
+/**
+ * PostgreSQL goes away under a running server (a proxy in front of it is cut) and comes
+ * back. Calls fail fast with Unavailable, the process stays up, and service resumes by
+ * itself with nothing lost.
+ */
+describe.skipIf(inject("pgAdminUrl") === "")("database outage [postgres]", () => {
+  let drop: () => Promise<void>;
+  let proxy: TcpProxy;
+  let env: TestEnv & { close(): Promise<void> };
+
+  beforeAll(async () => {
+    const scratch = await createScratchPgDatabase();
+    drop = scratch.drop;
+    const direct = new URL(scratch.url);
+    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const viaProxy = new URL(scratch.url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(proxy.port);
+    const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5 });
+    await migrate(db);
+    env = await startTestEnv(
+      "postgres",
+      { db, url: viaProxy.toString(), dispose: () => db.close() },
+      { heartbeatIntervalMs: 200 },
+    );
+  });
+
+  afterAll(async () => {
+    await env?.close();
+    await env?.db.close();
+    await proxy?.close();
+    await drop?.();
+  });
+
+  it("fails fast with Unavailable while the database is down, and resumes by itself with nothing lost", async () => {
+    const t = await env.team("alice");
+    const alice = t.member("alice").client;
+    for (let i = 1; i <= 3; i++) await t.lead.send({ to: "alice", message: text(`before ${i}`) });
+
+    await proxy.cut();
+    for (const call of [
+      () => t.lead.send({ to: "alice", message: text("during") }),
+      () => alice.readInbox({}),
+      () => t.lead.listMembers({}),
+    ]) {
+      const err = await call().then(
+        () => undefined,
+        (e) => ConnectError.from(e),
+      );
+      expect(err?.code).toBe(Code.Unavailable);
+      expect(err?.rawMessage).toMatch(/database is unavailable/);
+    }
+
+    await proxy.restore();
+    // Service resumes without a restart: the pool reconnects on the next call.
+    let resumed = false;
+    for (let i = 0; i < 100 && !resumed; i++) {
+      resumed = await t.lead.send({ to: "alice", message: text("after") }).then(
+        () => true,
+        () => false,
+      );
+      if (!resumed) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(resumed).toBe(true);
+    const texts = (await inbox(alice)).map((e) => e.message?.kind.value);
+    expect(texts).toEqual(["before 1", "before 2", "before 3", "after"]);
+  });
+
+  it("commits with synchronous_commit on, even where the database's default is off", async () => {
+    const scratch = await createScratchPgDatabase();
+    try {
+      const name = new URL(scratch.url).pathname.slice(1);
+      const admin = createPgDatabase({ connectionString: scratch.url, poolSize: 1 });
+      await admin.query(`ALTER DATABASE ${name} SET synchronous_commit = off`);
+      await admin.close();
+      const db = createPgDatabase({ connectionString: scratch.url, poolSize: 2 });
+      try {
+        expect(await db.query("SHOW synchronous_commit")).toEqual([{ synchronous_commit: "on" }]);
+        const inTx = await db.transaction((tx) => tx.query("SHOW synchronous_commit"));
+        expect(inTx).toEqual([{ synchronous_commit: "on" }]);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      await scratch.drop();
+    }
+  });
+});

@@ -1,0 +1,161 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { createClient } from "@connectrpc/connect";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { parseConfig } from "../../server/config.js";
+import { MAX_TTL_MS, MIN_TTL_MS } from "../../server/domain/limits.js";
+import { silentLogger } from "../../server/logger.js";
+import { run } from "../../server/main.js";
+import { createScratchPgDatabase, databaseKinds } from "../support/databases.js";
+import { transportFor } from "../support/harness.js";
+import { planRequest, shutdownRequest } from "../support/protocol-helpers.js";
+
+/** The error parseConfig throws (commander's, with exitOverride), and what it printed. */
+function parseError(argv: string[], env: NodeJS.ProcessEnv) {
+  const printed: string[] = [];
+  const write = vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
+    printed.push(String(chunk));
+    return true;
+  });
+  try {
+    parseConfig(argv, env);
+  } catch (err) {
+    return { err: err as Error & { code?: string; exitCode?: number }, printed: printed.join("") };
+  } finally {
+    write.mockRestore();
+  }
+  throw new Error(`parseConfig(${JSON.stringify(argv)}, ${JSON.stringify(env)}) accepted it`);
+}
+
+describe("config: per-kind request deadlines (SHUTDOWN_TTL_MS, PLAN_APPROVAL_TTL_MS)", () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("defaults to 5 minutes for shutdown and 30 minutes for plan approval", () => {
+    const c = parseConfig([], {});
+    expect(c.shutdownTtlMs).toBe(300_000);
+    expect(c.planApprovalTtlMs).toBe(1_800_000);
+  });
+
+  it("reads each variable on its own, including the bounds a per-request ttl may take", () => {
+    expect(parseConfig([], { SHUTDOWN_TTL_MS: "2000" })).toMatchObject({
+      shutdownTtlMs: 2_000,
+      planApprovalTtlMs: 1_800_000,
+    });
+    expect(parseConfig([], { PLAN_APPROVAL_TTL_MS: "45000" })).toMatchObject({
+      shutdownTtlMs: 300_000,
+      planApprovalTtlMs: 45_000,
+    });
+    expect(
+      parseConfig([], {
+        SHUTDOWN_TTL_MS: String(MIN_TTL_MS),
+        PLAN_APPROVAL_TTL_MS: String(MAX_TTL_MS),
+      }),
+    ).toMatchObject({ shutdownTtlMs: MIN_TTL_MS, planApprovalTtlMs: MAX_TTL_MS });
+  });
+
+  it("a flag wins over the environment", () => {
+    const c = parseConfig(["--shutdown-ttl-ms", "7000", "--plan-approval-ttl-ms", "8000"], {
+      SHUTDOWN_TTL_MS: "2000",
+      PLAN_APPROVAL_TTL_MS: "3000",
+    });
+    expect(c).toMatchObject({ shutdownTtlMs: 7_000, planApprovalTtlMs: 8_000 });
+  });
+
+  it("refuses a value that is not a whole number of ms within [1 s, 7 days], naming the variable", () => {
+    const bad = ["999", "0", "-1000", String(MAX_TTL_MS + 1), "1500.5", "abc", "5s", " "];
+    for (const name of ["SHUTDOWN_TTL_MS", "PLAN_APPROVAL_TTL_MS"]) {
+      for (const value of bad) {
+        const { err, printed } = parseError([], { [name]: value });
+        const what = `${name}=${JSON.stringify(value)}`;
+        expect(err.code, what).toBe("commander.invalidArgument");
+        expect(err.exitCode, what).not.toBe(0);
+        expect(err.message, what).toContain(name);
+        expect(err.message, what).toContain(`got "${value}"`);
+        // What the operator sees on stderr names it too.
+        expect(printed, what).toContain(name);
+      }
+    }
+    // The same check for the flags.
+    const { err } = parseError(["--plan-approval-ttl-ms", "10"], {});
+    expect(err.code).toBe("commander.invalidArgument");
+    expect(err.message).toContain("--plan-approval-ttl-ms");
+    expect(err.message).toContain("PLAN_APPROVAL_TTL_MS");
+  });
+});
+
+const ms = (t: Timestamp | undefined) =>
+  t ? Number(t.seconds) * 1000 + t.nanos / 1e6 : Number.NaN;
+
+/**
+ * The variables reach the server: run() (main.ts) built from parseConfig gives requests
+ * without a ttl the configured deadline of their kind.
+ */
+for (const { kind, skip } of databaseKinds()) {
+  describe.skipIf(skip)(`config -> server: per-kind default ttl [${kind}]`, () => {
+    it("a server started with SHUTDOWN_TTL_MS and PLAN_APPROVAL_TTL_MS uses them", async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "tp-config-"));
+      const scratch = kind === "postgres" ? await createScratchPgDatabase() : undefined;
+      try {
+        const config = parseConfig(["--port", "0", "--host", "127.0.0.1"], {
+          SHUTDOWN_TTL_MS: "4000",
+          PLAN_APPROVAL_TTL_MS: "9000",
+          DATA_DIR: dataDir,
+          ...(scratch ? { DATABASE_URL: scratch.url } : {}),
+        });
+        const server = await run(config, silentLogger());
+        try {
+          const client = (token?: string) =>
+            createClient(TeamService, transportFor(server.url, "connect", token));
+          const created = await client().createTeam({ team: "config-ttl" });
+          const lead = client(created.token);
+          const alice = client((await lead.addMember({ name: "alice" })).token);
+          const shutdown = await lead.send({ to: "alice", message: shutdownRequest() });
+          const plan = await alice.send({ to: "team-lead", message: planRequest("p") });
+          for (const [requestId, ttlMs] of [
+            [shutdown.requestId, 4_000],
+            [plan.requestId, 9_000],
+          ] as const) {
+            const r = (await lead.getRequest({ requestId })).request;
+            // Exactly the configured ttl (both stamps are one clock reading), in whole µs.
+            const deadline = Math.round((ms(r?.expiresAt) - ms(r?.createdAt)) * 1000);
+            expect(deadline, requestId).toBe(ttlMs * 1000);
+          }
+        } finally {
+          await server.stop();
+        }
+      } finally {
+        await scratch?.drop();
+        await rm(dataDir, { recursive: true, force: true });
+      }
+      // The embedded database initialises its data folder on disk first (~10 s on 2 cores).
+    }, 120_000);
+  });
+}
+
+describe("config: the slow-consumer cut (SLOW_CONSUMER_TIMEOUT_MS)", () => {
+  it("defaults to 30 s, the value README's configuration table gives, and reads the variable and the flag", async () => {
+    const readme = await readFile(
+      fileURLToPath(new URL("../../README.md", import.meta.url)),
+      "utf8",
+    );
+    const row = readme.split("\n").find((l) => l.startsWith("| `SLOW_CONSUMER_TIMEOUT_MS`"));
+    expect(row, "README's configuration table has the row").toBeDefined();
+    const documented = Number(/\| `(\d+)` \|/.exec(row ?? "")?.[1]);
+    expect(parseConfig([], {}).slowConsumerTimeoutMs).toBe(30_000);
+    expect(documented).toBe(30_000);
+    expect(parseConfig([], { SLOW_CONSUMER_TIMEOUT_MS: "1500" }).slowConsumerTimeoutMs).toBe(1_500);
+    expect(
+      parseConfig(["--slow-consumer-timeout-ms", "2500"], { SLOW_CONSUMER_TIMEOUT_MS: "1500" })
+        .slowConsumerTimeoutMs,
+    ).toBe(2_500);
+    const { err, printed } = parseError([], { SLOW_CONSUMER_TIMEOUT_MS: "soon" });
+    expect(err.exitCode).toBe(1);
+    expect(printed).toContain("SLOW_CONSUMER_TIMEOUT_MS");
+  });
+});

@@ -1,0 +1,400 @@
+import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import {
+  type AttemptOutcome,
+  PermissionMode,
+  RequestKind,
+  RequestStatus,
+  TaskStatus,
+} from "../../gen/team/v1/enums_pb.js";
+import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import {
+  AckRequestSchema,
+  AddMemberRequestSchema,
+  AwaitRequestRequestSchema,
+  CancelRequestRequestSchema,
+  CreateTeamRequestSchema,
+  GetRequestRequestSchema,
+  ListAttemptsRequestSchema,
+  ListRequestsRequestSchema,
+  ReadInboxRequestSchema,
+  RemoveMemberRequestSchema,
+  SendRequestSchema,
+  SubscribeRequestSchema,
+  TeamService,
+} from "../../gen/team/v1/team_service_pb.js";
+import type { Caller } from "../../server/caller.js";
+import {
+  MAX_MESSAGE_ID_CHARS,
+  MAX_NOTE_BYTES,
+  MAX_PLAN_BYTES,
+  MAX_RESULT_BYTES,
+  MAX_SEQ,
+  MAX_TEXT_BYTES,
+} from "../../server/domain/limits.js";
+import { RuleViolationError } from "../../server/errors.js";
+import {
+  checkRules,
+  type Rule,
+  type RuleCall,
+  rules,
+} from "../../server/interceptors/rules/table.js";
+
+// The stateless rules table called directly: no server, no database, milliseconds. Each row
+// is one call, by the lead or by a teammate, and the rule and field it is refused under (or
+// undefined: it passes). The end-to-end rule suites show the same refusals on the wire.
+
+const M = TeamService.method;
+const lead: Caller = {
+  id: 1,
+  teamId: 1,
+  teamName: "t",
+  name: "lead",
+  role: "lead",
+  lead: { id: 1, name: "lead", permissionMode: "default" },
+};
+const mate: Caller = { ...lead, id: 2, name: "ann", role: "teammate" };
+const REQ = "req_AAAAAAAAAAAAAAAAAAAAAA";
+
+function call<S extends DescMessage>(
+  method: RuleCall["method"],
+  schema: S,
+  init: MessageInitShape<S>,
+  caller: Caller | undefined = mate,
+): RuleCall {
+  return { method, request: create(schema, init) as RuleCall["request"], caller };
+}
+
+type Kind = NonNullable<Exclude<MessageInitShape<typeof MessageSchema>, Message>["kind"]>;
+const send = (to: string, kind: Kind, caller = mate, extra: Record<string, unknown> = {}) =>
+  call(
+    M.send,
+    SendRequestSchema,
+    { to, message: create(MessageSchema, { kind }), ...extra },
+    caller,
+  );
+const text = (value: string): Kind => ({ case: "text", value });
+const shutdown = (reason = ""): Kind => ({ case: "shutdownRequest", value: { reason } });
+const shutdownAnswer = (approve: boolean, reason = "", requestId = REQ): Kind => ({
+  case: "shutdownResponse",
+  value: { requestId, approve, reason },
+});
+const plan = (value = "1. do it"): Kind => ({
+  case: "planApprovalRequest",
+  value: { plan: value },
+});
+const planAnswer = (approve: boolean, feedback = "", requestId = REQ): Kind => ({
+  case: "planApprovalResponse",
+  value: { requestId, approve, feedback },
+});
+const task = (value: Record<string, unknown>): Kind => ({
+  case: "taskNotification",
+  value: { taskId: "t1", status: TaskStatus.COMPLETED, ...value },
+});
+const ttl = (seconds: bigint) => ({ ttl: { seconds, nanos: 0 } });
+
+type Expected = { rule: string; field: string } | undefined;
+const by = (rule: string, field = ""): Expected => ({ rule, field });
+
+/** The rule and field a call is refused under; undefined when it passes. */
+function refusal(c: RuleCall, table: readonly Rule[] = rules): Expected {
+  try {
+    checkRules(c, table);
+    return undefined;
+  } catch (e) {
+    if (!(e instanceof RuleViolationError)) throw e;
+    return { rule: e.rule, field: e.field };
+  }
+}
+
+const rows: [string, RuleCall, Expected][] = [
+  // size-shape: names
+  ["a valid team name", call(M.createTeam, CreateTeamRequestSchema, { team: "demo" }), undefined],
+  [
+    "an upper-case team name",
+    call(M.createTeam, CreateTeamRequestSchema, { team: "Demo" }),
+    by("size-shape", "team"),
+  ],
+  [
+    "an empty team name",
+    call(M.createTeam, CreateTeamRequestSchema, { team: "" }),
+    by("size-shape", "team"),
+  ],
+  [
+    "a lead name with a space",
+    call(M.createTeam, CreateTeamRequestSchema, { team: "t", leadName: "a b" }),
+    by("size-shape", "lead_name"),
+  ],
+  [
+    "an empty member name",
+    call(M.addMember, AddMemberRequestSchema, { name: "" }, lead),
+    by("size-shape", "name"),
+  ],
+  [
+    "a 65-character member name",
+    call(M.addMember, AddMemberRequestSchema, { name: "a".repeat(65) }, lead),
+    by("size-shape", "name"),
+  ],
+  [
+    "removing a member by a bad name",
+    call(M.removeMember, RemoveMemberRequestSchema, { name: "-x" }, lead),
+    by("size-shape", "name"),
+  ],
+  [
+    "listing requests with a bad party",
+    call(M.listRequests, ListRequestsRequestSchema, { party: "A" }),
+    by("size-shape", "party"),
+  ],
+  ["listing requests of anyone", call(M.listRequests, ListRequestsRequestSchema, {}), undefined],
+  [
+    "the journal of a bad member name",
+    call(M.listAttempts, ListAttemptsRequestSchema, { member: "Ä" }),
+    by("size-shape", "member"),
+  ],
+  [
+    "the journal of a request id with a NUL",
+    call(M.listAttempts, ListAttemptsRequestSchema, { requestId: "req_\u0000" }),
+    by("size-shape", "request_id"),
+  ],
+  [
+    "the journal of a malformed but short request id",
+    call(M.listAttempts, ListAttemptsRequestSchema, { requestId: "not-an-id" }),
+    undefined,
+  ],
+  // size-shape: sends
+  ["text to one member", send("bob", text("hi")), undefined],
+  ["text to everyone", send("*", text("hi")), undefined],
+  ["text to a bad name", send("Bob", text("hi")), by("size-shape", "to")],
+  ["blank text", send("bob", text("  \n")), by("size-shape", "message.text")],
+  [
+    "text over the limit",
+    send("bob", text("x".repeat(MAX_TEXT_BYTES + 1))),
+    by("size-shape", "message.text"),
+  ],
+  ["text at the limit", send("bob", text("x".repeat(MAX_TEXT_BYTES))), undefined],
+  [
+    "a send with no message",
+    call(M.send, SendRequestSchema, { to: "bob" }),
+    by("size-shape", "message"),
+  ],
+  [
+    "a message_id too long",
+    send("bob", text("hi"), mate, { messageId: "m".repeat(MAX_MESSAGE_ID_CHARS + 1) }),
+    by("size-shape", "message_id"),
+  ],
+  [
+    "a message_id with a control character",
+    send("bob", text("hi"), mate, { messageId: "a\tb" }),
+    by("size-shape", "message_id"),
+  ],
+  ["a ttl on text", send("bob", text("hi"), mate, ttl(60n)), by("size-shape", "ttl")],
+  ["a ttl too short", send("ann", shutdown(), lead, ttl(0n)), by("size-shape", "ttl")],
+  ["a ttl of a minute on a shutdown request", send("ann", shutdown(), lead, ttl(60n)), undefined],
+  ["a ttl too long on a plan", send("lead", plan(), mate, ttl(10n ** 9n)), by("size-shape", "ttl")],
+  [
+    "a shutdown reason over the limit",
+    send("ann", shutdown("r".repeat(MAX_NOTE_BYTES + 1)), lead),
+    by("size-shape", "message.shutdown_request.reason"),
+  ],
+  [
+    "a shutdown answer without request_id",
+    send("lead", shutdownAnswer(true, "", "")),
+    by("size-shape", "message.shutdown_response.request_id"),
+  ],
+  [
+    "a plan answer to a malformed request_id",
+    send("ann", planAnswer(true, "", "req_short"), lead),
+    by("size-shape", "message.plan_approval_response.request_id"),
+  ],
+  ["a blank plan", send("lead", plan(" ")), by("size-shape", "message.plan_approval_request.plan")],
+  [
+    "a plan over the limit",
+    send("lead", plan("p".repeat(MAX_PLAN_BYTES + 1))),
+    by("size-shape", "message.plan_approval_request.plan"),
+  ],
+  [
+    "a task notification without status",
+    send("lead", task({ status: TaskStatus.UNSPECIFIED })),
+    by("size-shape", "message.task_notification.status"),
+  ],
+  [
+    "a task notification with an unknown status",
+    send("lead", task({ status: 9 })),
+    by("size-shape", "message.task_notification.status"),
+  ],
+  [
+    "a task result over the limit",
+    send("lead", task({ result: "r".repeat(MAX_RESULT_BYTES + 1) })),
+    by("size-shape", "message.task_notification.result"),
+  ],
+  // size-shape: ids and cursors
+  [
+    "getting a malformed request id",
+    call(M.getRequest, GetRequestRequestSchema, { requestId: "x" }),
+    by("size-shape", "request_id"),
+  ],
+  [
+    "awaiting no request id",
+    call(M.awaitRequest, AwaitRequestRequestSchema, {}),
+    by("size-shape", "request_id"),
+  ],
+  [
+    "canceling a well-formed request id",
+    call(M.cancelRequest, CancelRequestRequestSchema, { requestId: REQ }),
+    undefined,
+  ],
+  ["ack at the largest seq", call(M.ack, AckRequestSchema, { seq: MAX_SEQ }), undefined],
+  [
+    "ack past the largest seq",
+    call(M.ack, AckRequestSchema, { seq: MAX_SEQ + 1n }),
+    by("size-shape", "seq"),
+  ],
+  [
+    "read after a seq past the largest",
+    call(M.readInbox, ReadInboxRequestSchema, { afterSeq: MAX_SEQ + 1n }),
+    by("size-shape", "after_seq"),
+  ],
+  [
+    "subscribe after a seq past the largest",
+    call(M.subscribe, SubscribeRequestSchema, { afterSeq: MAX_SEQ + 1n }),
+    by("size-shape", "after_seq"),
+  ],
+  ["subscribe without after_seq", call(M.subscribe, SubscribeRequestSchema, {}), undefined],
+  // size-shape: enum values (proto3 enums are open: any number can arrive)
+  [
+    "a team led in an unknown permission mode",
+    call(M.createTeam, CreateTeamRequestSchema, {
+      team: "t",
+      leadPermissionMode: 42 as PermissionMode,
+    }),
+    by("size-shape", "lead_permission_mode"),
+  ],
+  [
+    "a team led in plan mode",
+    call(M.createTeam, CreateTeamRequestSchema, {
+      team: "t",
+      leadPermissionMode: PermissionMode.PLAN,
+    }),
+    undefined,
+  ],
+  [
+    "a member added in an unknown permission mode",
+    call(
+      M.addMember,
+      AddMemberRequestSchema,
+      { name: "bob", permissionMode: -1 as PermissionMode },
+      lead,
+    ),
+    by("size-shape", "permission_mode"),
+  ],
+  [
+    "requests listed by an unknown status",
+    call(M.listRequests, ListRequestsRequestSchema, { status: 77 as RequestStatus }),
+    by("size-shape", "status"),
+  ],
+  [
+    "requests listed by an unknown kind",
+    call(M.listRequests, ListRequestsRequestSchema, { kind: 77 as RequestKind }),
+    by("size-shape", "kind"),
+  ],
+  [
+    "requests listed by pending plan approvals",
+    call(M.listRequests, ListRequestsRequestSchema, {
+      status: RequestStatus.PENDING,
+      kind: RequestKind.PLAN_APPROVAL,
+    }),
+    undefined,
+  ],
+  [
+    "the journal filtered by an unknown outcome",
+    call(M.listAttempts, ListAttemptsRequestSchema, { outcome: 5 as AttemptOutcome }),
+    by("size-shape", "outcome"),
+  ],
+  [
+    "awaiting with a negative timeout",
+    call(M.awaitRequest, AwaitRequestRequestSchema, { requestId: REQ, timeout: { seconds: -1n } }),
+    by("size-shape", "timeout"),
+  ],
+  [
+    "awaiting with no timeout",
+    call(M.awaitRequest, AwaitRequestRequestSchema, { requestId: REQ }),
+    undefined,
+  ],
+  // server-only, no-broadcast
+  [
+    "a client-made request_update",
+    send("bob", { case: "requestUpdate", value: { requestId: REQ } }),
+    by("server-only", "message.request_update"),
+  ],
+  ["a shutdown request broadcast", send("*", shutdown(), lead), by("no-broadcast", "to")],
+  ["a plan broadcast", send("*", plan()), by("no-broadcast", "to")],
+  ["a task notification broadcast", send("*", task({})), by("no-broadcast", "to")],
+  // the shutdown protocol
+  ["the lead asks a teammate to stop", send("ann", shutdown("done"), lead), undefined],
+  ["a teammate asks another to stop", send("bob", shutdown()), by("lead-only-shutdown")],
+  [
+    "the lead asks itself to stop",
+    send("lead", shutdown(), lead),
+    by("shutdown-to-teammate", "to"),
+  ],
+  ["a teammate approves its shutdown to the lead", send("lead", shutdownAnswer(true)), undefined],
+  [
+    "a teammate answers a shutdown to another teammate",
+    send("bob", shutdownAnswer(true)),
+    by("response-to-lead", "to"),
+  ],
+  [
+    "a teammate rejects its shutdown without a reason",
+    send("lead", shutdownAnswer(false, "  ")),
+    by("reason-on-reject", "message.shutdown_response.reason"),
+  ],
+  [
+    "a teammate rejects its shutdown with a reason",
+    send("lead", shutdownAnswer(false, "still testing")),
+    undefined,
+  ],
+  // the plan-approval protocol
+  ["a teammate submits a plan to the lead", send("lead", plan()), undefined],
+  ["a teammate submits a plan to another teammate", send("bob", plan()), by("plan-to-lead", "to")],
+  ["the lead submits a plan to itself", send("lead", plan(), lead), by("plan-to-lead", "to")],
+  ["the lead rejects a plan, no feedback needed", send("ann", planAnswer(false), lead), undefined],
+  ["a teammate approves a plan", send("bob", planAnswer(true)), by("lead-only-approval")],
+  [
+    "a teammate approves a plan addressed to the lead",
+    send("lead", planAnswer(true)),
+    by("lead-only-approval"),
+  ],
+  // task notifications
+  ["a teammate reports a task to the lead", send("lead", task({ result: "ok" })), undefined],
+  [
+    "a teammate reports a task to another teammate",
+    send("bob", task({})),
+    by("task-to-lead", "to"),
+  ],
+];
+
+describe("the rules table, called directly", () => {
+  it.each(rows)("%s", (_, c, expected) => {
+    expect(refusal(c)).toEqual(expected);
+  });
+
+  it("refuses under every rule of the table in at least one row", () => {
+    const refused = new Set(rows.map(([, , e]) => e?.rule).filter((r) => r !== undefined));
+    expect([...refused].sort()).toEqual(rules.map((r) => r.id).sort());
+  });
+
+  // A row refused under rule R must be refused BY R: without R in the table, the call is no
+  // longer refused under R (it passes, or a later rule speaks). So no row passes by accident
+  // of an earlier rule, and every rule's check is needed by its rows.
+  it.each(rows.filter(([, , e]) => e !== undefined))(
+    "%s: the refusal is the rule's own",
+    (_, c, expected) => {
+      const without = rules.filter((r) => r.id !== expected?.rule);
+      expect(refusal(c, without)?.rule).not.toBe(expected?.rule);
+    },
+  );
+
+  it("checks shape before who may send what: an oversized plan to a teammate is a shape error", () => {
+    expect(refusal(send("bob", plan("p".repeat(MAX_PLAN_BYTES + 1))))?.rule).toBe("size-shape");
+  });
+});
