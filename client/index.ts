@@ -1,5 +1,11 @@
 // The public surface of the team-protocols client. Everything else in client/ is internal.
 
+export type {
+  EnvelopeStored,
+  MemberChanged,
+  RequestChanged,
+  TeamEvent,
+} from "../gen/team/v1/feed_pb.js";
 export type { Attempt, Envelope, Member, RequestRecord } from "../gen/team/v1/records_pb.js";
 export type { BackoffOptions } from "./backoff.js";
 export { describeEnvelope, describeMessage, describeRequest } from "./describe.js";
@@ -41,4 +47,5 @@ export {
   type TeamClientOptions,
 } from "./team-client.js";
 export { TeamError, type Violation, violationOf } from "./team-error.js";
+export type { TeamWatch, TeamWatchOptions, TeamWatchStatus } from "./team-watch.js";
 export type { Protocol } from "./transport.js";

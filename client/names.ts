@@ -1,5 +1,6 @@
 import {
   AttemptOutcome,
+  MemberChange,
   MemberRole,
   MemberStatus,
   PermissionMode,
@@ -66,7 +67,18 @@ export const requestStatusName = (s: RequestStatus) => nameIn(requestStatuses, s
 export const requestKindName = (k: RequestKind) => nameIn(requestKinds, k);
 export const permissionModeName = (m: PermissionMode) => nameIn(permissionModes, m);
 export const attemptOutcomeName = (o: AttemptOutcome) => nameIn(attemptOutcomes, o);
-export const memberRoleName = (r: MemberRole) =>
-  r === MemberRole.LEAD ? "lead" : r === MemberRole.TEAMMATE ? "teammate" : "unspecified";
+const memberRoles = {
+  lead: MemberRole.LEAD,
+  teammate: MemberRole.TEAMMATE,
+  observer: MemberRole.OBSERVER,
+};
+export const memberRoleName = (r: MemberRole) => nameIn(memberRoles, r);
+const memberChanges = {
+  added: MemberChange.ADDED,
+  stopped: MemberChange.STOPPED,
+  removed: MemberChange.REMOVED,
+  permission_mode: MemberChange.PERMISSION_MODE,
+};
+export const memberChangeName = (c: MemberChange) => nameIn(memberChanges, c);
 export const memberStatusName = (s: MemberStatus) =>
   s === MemberStatus.ACTIVE ? "active" : s === MemberStatus.STOPPED ? "stopped" : "unspecified";

@@ -34,6 +34,7 @@ import {
   requestStatusOf,
 } from "./names.js";
 import { newMessageId, retryWhileUnavailable } from "./send-retry.js";
+import { createTeamWatch, type TeamWatch, type TeamWatchOptions } from "./team-watch.js";
 import { createTeamTransport, type TransportOptions } from "./transport.js";
 
 export interface TeamClientOptions extends TransportOptions {
@@ -95,10 +96,13 @@ export interface TeamClient {
     team: string,
     options?: { leadName?: string; leadPermissionMode?: PermissionModeName },
   ): Promise<CreateTeamResponse>;
-  /** `permissionMode`: the mode the teammate starts in; unset: the lead's own. */
+  /**
+   * `permissionMode`: the mode the teammate starts in; unset: the lead's own. `observer`: a
+   * read-only member (it lists and watches the team, nothing else).
+   */
   addMember(
     name: string,
-    options?: { permissionMode?: PermissionModeName },
+    options?: { permissionMode?: PermissionModeName; observer?: boolean },
   ): Promise<AddMemberResponse>;
   removeMember(name: string): Promise<Member>;
   members(): Promise<Member[]>;
@@ -158,6 +162,8 @@ export interface TeamClient {
   ack(seq: bigint | number): Promise<bigint>;
   /** The live inbox as an async iterator that survives disconnects (see inbox.ts). */
   inbox(options?: InboxOptions): Inbox;
+  /** The whole team's feed (lead or observer), resuming by cursor (see team-watch.ts). */
+  watch(options?: TeamWatchOptions): TeamWatch;
 }
 
 export function createTeamClient(options: TeamClientOptions): TeamClient {
@@ -188,6 +194,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
         {
           name,
           ...(o.permissionMode ? { permissionMode: permissionModeOf(o.permissionMode) } : {}),
+          ...(o.observer ? { role: MemberRole.OBSERVER } : {}),
         },
         call,
       ),
@@ -291,6 +298,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
       ),
     ack: async (seq) => (await rpc.ack({ seq: BigInt(seq) }, call)).ackedSeq,
     inbox: (o) => createInbox(rpc, o),
+    watch: (o) => createTeamWatch(rpc, o),
   };
   return self;
 }

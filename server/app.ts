@@ -7,6 +7,7 @@ import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
 import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
+import { watchHandler } from "./handlers/watch.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
 import { createConnectAdapter, type NodeHandler } from "./http/connect-adapter.js";
@@ -15,6 +16,7 @@ import { contextValuesFor } from "./http/slow-consumer-guard.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { createRequestWaiters, type RequestWaiters } from "./inbox/request-waiters.js";
+import { createTeamHub, type TeamHub } from "./inbox/team-hub.js";
 import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
@@ -90,6 +92,8 @@ export interface App {
   readonly hub: InboxHub;
   /** AwaitRequest calls waiting in this process. */
   readonly waiters: RequestWaiters;
+  /** WatchTeam streams of this process. */
+  readonly teams: TeamHub;
   /** Expires overdue requests (runs on a timer until close()). */
   readonly sweeper: ExpirySweeper;
   /** Deletes data past its retention age (runs on a timer until close()). */
@@ -122,18 +126,21 @@ export function createApp(options: AppOptions): App {
     db,
     hub: createInboxHub(),
     waiters: createRequestWaiters(),
+    teams: createTeamHub(),
     logger,
     onMemberEnded: (id) => callers.forgetMember(id),
     onMissedEvents: () => callers.clear(),
   });
-  const { hub, waiters } = bus;
-  const deps = { db, hub, waiters };
+  const { hub, waiters, teams } = bus;
+  const deps = { db, hub, waiters, teams };
+  const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
+  const maxPerMember = options.maxSubscriptionsPerMember ?? 16;
   const touch = createTouchThrottle(db, 10_000);
   const deliveries = createDeliveries({
     db,
     hub,
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 15_000,
-    maxPerMember: options.maxSubscriptionsPerMember ?? 16,
+    heartbeatIntervalMs,
+    maxPerMember,
   });
   const impl = {
     ...membershipHandlers(deps),
@@ -145,6 +152,7 @@ export function createApp(options: AppOptions): App {
     ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
     ...attemptHandlers(deps),
+    ...watchHandler({ db, teams, heartbeatIntervalMs, maxPerMember }),
   };
   const sweeper = startExpirySweeper({
     ...deps,
@@ -173,6 +181,7 @@ export function createApp(options: AppOptions): App {
   const app: App = {
     hub,
     waiters,
+    teams,
     sweeper,
     retention,
     health,

@@ -10,6 +10,7 @@ import { messagingCommands } from "./commands/messaging.js";
 import { protocolCommands } from "./commands/protocols.js";
 import { requestCommands } from "./commands/requests.js";
 import { serveCommand } from "./commands/serve.js";
+import { watchCommand } from "./commands/watch.js";
 import { DEFAULT_URL, EXIT, QuietExit, UsageError } from "./context.js";
 
 /** The `team` program: every command, with --help on each. */
@@ -36,6 +37,7 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   protocolCommands(program);
   requestCommands(program);
   attemptCommands(program);
+  watchCommand(program);
   mcpCommand(program);
   return program;
 }

@@ -19,9 +19,13 @@ export function createTeamMcpServer(o: TeamMcpOptions): McpServer {
     { name: "team-protocols", version: "0.1.0" },
     {
       instructions:
-        `You are "${o.me.name}" (${o.me.role}) in a team whose protocols a server enforces. ` +
-        "Call wait_for_messages to receive messages; answer protocol messages with send_message " +
-        "exactly as each message says. A refused call starts with the rule id and how to fix it.",
+        o.me.role === "observer"
+          ? `You are "${o.me.name}", an observer of a team whose protocols a server enforces: ` +
+            "you may read (list_members, list_requests, get_request, await_request, journal) " +
+            "and nothing else; you receive no messages."
+          : `You are "${o.me.name}" (${o.me.role}) in a team whose protocols a server enforces. ` +
+            "Call wait_for_messages to receive messages; answer protocol messages with send_message " +
+            "exactly as each message says. A refused call starts with the rule id and how to fix it.",
     },
   );
   const tools = new ToolRegistry();

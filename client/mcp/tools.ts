@@ -35,13 +35,16 @@ const requestIdInput = z.string().min(1).describe("A request_id, as send_message
 /**
  * The team's tools, over one member's client. Every rule is the server's: a tool only
  * translates, and a refusal comes back as an isError result starting with the rule id.
- * Lead-only tools are listed only for the lead; the server refuses them for anyone else.
+ * Lead-only tools are listed only for the lead; the server refuses them for anyone else. An
+ * observer (read-only: it has no inbox and may not write) is listed the reading tools only.
  */
 export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void {
   const { client, me } = ctx;
+  const writes = me.role !== "observer";
   server.registerTool(
     "send_message",
     {
+      listed: writes,
       description:
         `Send a message as ${me.name} (the lead is "${me.lead}"). Anyone may send text to a member, or to "*" (every other ` +
         "active member). Protocol messages: the lead sends shutdown_request to a teammate and " +
@@ -77,6 +80,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
   server.registerTool(
     "wait_for_messages",
     {
+      listed: writes,
       description:
         `Your (${me.name}'s) next messages, oldest first. Returns at once when messages are ` +
         "waiting; otherwise waits for one to arrive, up to timeout_seconds. Each protocol message " +
@@ -206,6 +210,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
   server.registerTool(
     "cancel_request",
     {
+      listed: writes,
       description:
         "Withdraws a pending request you sent. The server refuses it for someone else's request or one already answered.",
       inputSchema: { request_id: requestIdInput },

@@ -3,6 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { ListAttemptsResponseSchema, type TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import { attemptOutcomeFromProto } from "../domain/enums.js";
+import { seesWholeTeam } from "../domain/roles.js";
 import { DomainError } from "../errors.js";
 import { listAttempts } from "../store/attempts.js";
 import type { Database } from "../store/database.js";
@@ -21,15 +22,15 @@ export function attemptHandlers(deps: { db: Database }): AttemptsImpl {
     async listAttempts(req, ctx) {
       const caller = requireCaller(ctx.values);
       const outcome = checkedByRules(attemptOutcomeFromProto(req.outcome), "outcome");
-      let memberId = caller.role === "lead" ? undefined : caller.id;
+      let memberId = seesWholeTeam(caller.role) ? undefined : caller.id;
       if (req.member !== "") {
         const member = await findMember(db, caller.teamId, req.member);
         if (!member) throw new DomainError("not-found", `no member "${req.member}" in this team`);
         // A teammate sees its own attempts only: naming another member is not a way in.
-        if (caller.role !== "lead" && member.id !== caller.id) {
+        if (!seesWholeTeam(caller.role) && member.id !== caller.id) {
           throw new DomainError(
             "permission-denied",
-            `only the lead sees other members' attempts; you may list your own ("${caller.name}")`,
+            `only the lead and observers see other members' attempts; you may list your own ("${caller.name}")`,
           );
         }
         memberId = member.id;

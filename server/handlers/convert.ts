@@ -1,9 +1,17 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
+  MemberChange as MemberChangeEnum,
   MemberRole as MemberRoleEnum,
   MemberStatus as MemberStatusEnum,
 } from "../../gen/team/v1/enums_pb.js";
+import {
+  EnvelopeStoredSchema,
+  MemberChangedSchema,
+  RequestChangedSchema,
+  type TeamEvent,
+  TeamEventSchema,
+} from "../../gen/team/v1/feed_pb.js";
 import { MessageSchema } from "../../gen/team/v1/message_pb.js";
 import {
   type Attempt,
@@ -23,16 +31,35 @@ import {
 } from "../domain/enums.js";
 import type { AttemptRow } from "../store/attempts.js";
 import type { StoredMessage } from "../store/inbox.js";
-import type { MemberRow } from "../store/members.js";
+import type { MemberRole, MemberRow, MemberStatus } from "../store/members.js";
 import type { RequestRow } from "../store/requests.js";
+import type { FeedEvent, MemberChange } from "../store/team-feed.js";
 
 // Between the store's rows and the contract's messages.
+
+const memberRoles: Record<MemberRole, MemberRoleEnum> = {
+  lead: MemberRoleEnum.LEAD,
+  teammate: MemberRoleEnum.TEAMMATE,
+  observer: MemberRoleEnum.OBSERVER,
+};
+
+const memberStatuses: Record<MemberStatus, MemberStatusEnum> = {
+  active: MemberStatusEnum.ACTIVE,
+  stopped: MemberStatusEnum.STOPPED,
+};
+
+const memberChanges: Record<MemberChange, MemberChangeEnum> = {
+  added: MemberChangeEnum.ADDED,
+  stopped: MemberChangeEnum.STOPPED,
+  removed: MemberChangeEnum.REMOVED,
+  permission_mode: MemberChangeEnum.PERMISSION_MODE,
+};
 
 export function toMember(row: MemberRow): Member {
   return create(MemberSchema, {
     name: row.name,
-    role: row.role === "lead" ? MemberRoleEnum.LEAD : MemberRoleEnum.TEAMMATE,
-    status: row.status === "active" ? MemberStatusEnum.ACTIVE : MemberStatusEnum.STOPPED,
+    role: memberRoles[row.role],
+    status: memberStatuses[row.status],
     permissionMode: permissionModes[row.permissionMode],
     createdAt: timestampFromDate(row.createdAt),
     ...(row.lastSeenAt ? { lastSeenAt: timestampFromDate(row.lastSeenAt) } : {}),
@@ -82,6 +109,74 @@ export function toAttempt(a: AttemptRow): Attempt {
     code: a.code,
     message: a.message,
   });
+}
+
+/** One event of the team feed as WatchTeam sends it. */
+export function toTeamEvent(team: string, e: FeedEvent): TeamEvent {
+  const base = { position: e.position, at: timestampFromDate(e.at) };
+  switch (e.source) {
+    case "envelope":
+      return create(TeamEventSchema, {
+        ...base,
+        change: {
+          case: "envelope",
+          value: create(EnvelopeStoredSchema, {
+            recipient: e.recipient,
+            envelope: toEnvelope(team, {
+              seq: e.seq,
+              fromName: e.fromName,
+              toName: e.toName,
+              requestId: e.requestId,
+              messageId: e.messageId,
+              kind: "",
+              body: e.body,
+              sentAt: e.at,
+            }),
+          }),
+        },
+      });
+    case "request": {
+      const r = e.request;
+      return create(TeamEventSchema, {
+        ...base,
+        change: {
+          case: "request",
+          value: create(RequestChangedSchema, {
+            request: create(RequestRecordSchema, {
+              requestId: r.id,
+              kind: requestKinds[r.kind],
+              team,
+              from: r.fromName,
+              to: r.toName,
+              status: requestStatuses[r.status],
+              request: fromBinary(MessageSchema, r.requestBody),
+              ...(r.responseBody ? { response: fromBinary(MessageSchema, r.responseBody) } : {}),
+              createdAt: timestampFromDate(r.createdAt),
+              ...(r.status === "pending" ? {} : { resolvedAt: timestampFromDate(e.at) }),
+              expiresAt: timestampFromDate(r.expiresAt),
+            }),
+          }),
+        },
+      });
+    }
+    case "member":
+      return create(TeamEventSchema, {
+        ...base,
+        change: {
+          case: "member",
+          value: create(MemberChangedSchema, {
+            change: memberChanges[e.change],
+            member: create(MemberSchema, {
+              name: e.member.name,
+              role: memberRoles[e.member.role],
+              status: memberStatuses[e.member.status],
+              permissionMode: permissionModes[e.member.permissionMode],
+              createdAt: timestampFromDate(e.member.createdAt),
+            }),
+          }),
+        },
+      });
+  }
 }
 
 /**

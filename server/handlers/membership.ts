@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { PermissionMode } from "../../gen/team/v1/enums_pb.js";
+import { MemberRole, PermissionMode } from "../../gen/team/v1/enums_pb.js";
 import {
   AddMemberResponseSchema,
   CreateTeamResponseSchema,
@@ -13,6 +13,7 @@ import { permissionModeFromProto } from "../domain/enums.js";
 import { DomainError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
+import type { TeamHub } from "../inbox/team-hub.js";
 import { cancelRequestsOfStoppingMember } from "../protocols/cancel.js";
 import type { Database } from "../store/database.js";
 import { addMember, createTeam, findMember, listMembers, stopMember } from "../store/members.js";
@@ -37,8 +38,9 @@ export function membershipHandlers(deps: {
   db: Database;
   hub: InboxHub;
   waiters: RequestWaiters;
+  teams: TeamHub;
 }): MembershipImpl {
-  const { db, hub, waiters } = deps;
+  const { db, hub, waiters, teams } = deps;
   return {
     async createTeam(req) {
       const mode = checkedByRules(
@@ -62,8 +64,10 @@ export function membershipHandlers(deps: {
         req.permissionMode === PermissionMode.UNSPECIFIED
           ? caller.lead.permissionMode
           : checkedByRules(permissionModeFromProto(req.permissionMode), "permission_mode");
+      const role = addedRole(req.role);
       const token = generateToken();
-      const member = await addMember(db, caller.teamId, req.name, hashToken(token), mode);
+      const member = await addMember(db, caller.teamId, req.name, hashToken(token), mode, role);
+      teams.wake([caller.teamId]);
       return create(AddMemberResponseSchema, { token, member: toMember(member) });
     },
 
@@ -78,6 +82,7 @@ export function membershipHandlers(deps: {
         return { member: await stopMember(tx, caller.teamId, req.name), canceled };
       });
       hub.wake(canceled.deliveries.map((d) => d.memberId));
+      teams.wake([caller.teamId]);
       for (const id of canceled.requestIds) waiters.notify(id);
       hub.endMember(
         member.id,
@@ -89,7 +94,22 @@ export function membershipHandlers(deps: {
     async listMembers(_req, ctx) {
       const caller = requireCaller(ctx.values);
       const members = await listMembers(db, caller.teamId);
-      return create(ListMembersResponseSchema, { members: members.map(toMember) });
+      return create(ListMembersResponseSchema, {
+        members: members.map(toMember),
+        you: caller.name,
+      });
     },
   };
+}
+
+/** AddMember's role: a teammate (unset) or an observer; a team has its one lead already. */
+function addedRole(role: MemberRole): "teammate" | "observer" {
+  if (role === MemberRole.UNSPECIFIED || role === MemberRole.TEAMMATE) return "teammate";
+  if (role === MemberRole.OBSERVER) return "observer";
+  throw new DomainError(
+    "invalid-argument",
+    role === MemberRole.LEAD
+      ? "role: a team has one lead; add a teammate or an observer"
+      : `role ${role} is not a known role`,
+  );
 }

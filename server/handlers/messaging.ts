@@ -15,6 +15,7 @@ import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
 import { BROADCAST } from "../domain/names.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
+import type { TeamHub } from "../inbox/team-hub.js";
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
 import type { Database } from "../store/database.js";
@@ -33,11 +34,12 @@ export function messagingHandlers(deps: {
   db: Database;
   hub: InboxHub;
   waiters: RequestWaiters;
+  teams: TeamHub;
   protocols: ProtocolConfig;
   /** What a recipient's inbox may hold unacked before sends to it are refused. */
   backlog: BacklogLimits;
 }): MessagingImpl {
-  const { db, hub, waiters, protocols, backlog } = deps;
+  const { db, hub, waiters, teams, protocols, backlog } = deps;
   // The store decides how a send reaches the database (group commit or a transaction).
   const sender = createSender(db, backlog);
   return {
@@ -86,6 +88,7 @@ export function messagingHandlers(deps: {
       const result = await sender.send(input);
       if (!result.replayed) {
         hub.wake(result.deliveries.map((d) => d.memberId));
+        teams.wake([caller.teamId]); // the envelopes (and any request or member change) are in its feed
         plan.afterCommit?.({ hub, waiters });
       }
       return create(SendResponseSchema, {

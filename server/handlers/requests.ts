@@ -9,9 +9,11 @@ import {
 } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
 import { requestKindFromProto, requestStatusFromProto } from "../domain/enums.js";
+import { seesWholeTeam } from "../domain/roles.js";
 import { DomainError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
+import type { TeamHub } from "../inbox/team-hub.js";
 import { cancelRequest } from "../protocols/cancel.js";
 import type { Database } from "../store/database.js";
 import { findMember } from "../store/members.js";
@@ -35,7 +37,7 @@ const MAX_AWAIT_MS = 15 * 60_000;
 const deadlineMargin = (timeLeftMs: number) => Math.min(1_000, Math.max(100, timeLeftMs / 10));
 
 const isParty = (caller: Caller, r: RequestRow) =>
-  caller.role === "lead" || r.fromId === caller.id || r.toId === caller.id;
+  seesWholeTeam(caller.role) || r.fromId === caller.id || r.toId === caller.id;
 
 /** A request of the caller's team that the caller may see (a party, or the lead). */
 async function visibleRequest(db: Database, caller: Caller, id: string): Promise<RequestRow> {
@@ -44,7 +46,7 @@ async function visibleRequest(db: Database, caller: Caller, id: string): Promise
   if (!isParty(caller, request)) {
     throw new DomainError(
       "permission-denied",
-      `request ${id} is between "${request.fromName}" and "${request.toName}"; only they and the lead may see it`,
+      `request ${id} is between "${request.fromName}" and "${request.toName}"; only they, the lead and observers may see it`,
     );
   }
   return request;
@@ -55,8 +57,9 @@ export function requestHandlers(deps: {
   db: Database;
   hub: InboxHub;
   waiters: RequestWaiters;
+  teams: TeamHub;
 }): RequestsImpl {
-  const { db, hub, waiters } = deps;
+  const { db, hub, waiters, teams } = deps;
   return {
     async getRequest(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -78,9 +81,9 @@ export function requestHandlers(deps: {
       const size = pageSize(req.pageSize, PAGE);
       const rows = await listRequests(db, {
         teamId: caller.teamId,
-        // The lead sees the team's requests; everyone else only those they are party to.
-        partyId: caller.role === "lead" ? partyId : caller.id,
-        alsoPartyId: caller.role === "lead" ? undefined : partyId,
+        // The lead and observers see the team's requests; teammates those they are party to.
+        partyId: seesWholeTeam(caller.role) ? partyId : caller.id,
+        alsoPartyId: seesWholeTeam(caller.role) ? undefined : partyId,
         status: status ?? undefined,
         kind: kind ?? undefined,
         beforePosition,
@@ -129,6 +132,7 @@ export function requestHandlers(deps: {
         callerId: caller.id,
       });
       if (delivery) hub.wake([delivery.memberId]);
+      teams.wake([caller.teamId]);
       waiters.notify(request.id);
       return create(CancelRequestResponseSchema, { request: toRequestRecord(request) });
     },

@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import type { Database, Listener } from "../store/database.js";
 import type { InboxHub } from "./hub.js";
 import type { RequestWaiters } from "./request-waiters.js";
+import type { TeamHub } from "./team-hub.js";
 
 export const CHANNEL = "team_protocols_live";
 
@@ -20,6 +21,8 @@ interface LiveEvent {
   e?: [number, string][];
   /** Requests that left pending. */
   r?: string[];
+  /** Teams whose feed has new events (WatchTeam). */
+  t?: number[];
 }
 
 // NOTIFY payloads are limited to 8000 bytes: events are cut into pieces well below that.
@@ -32,6 +35,8 @@ export interface ClusterBus {
   readonly hub: InboxHub;
   /** The same for AwaitRequest waiters. */
   readonly waiters: RequestWaiters;
+  /** The same for WatchTeam streams. */
+  readonly teams: TeamHub;
   close(): Promise<void>;
 }
 
@@ -48,17 +53,24 @@ export function createClusterBus(options: {
   db: Database;
   hub: InboxHub;
   waiters: RequestWaiters;
+  teams: TeamHub;
   logger: Logger;
   /** A member's streams ended (revoked), here or in another process: forget its token. */
   onMemberEnded?: (memberId: number) => void;
   /** Events from other processes may have been missed (the listener reconnected). */
   onMissedEvents?: () => void;
 }): ClusterBus {
-  const { db, hub: local, waiters: localWaiters, logger } = options;
+  const { db, hub: local, waiters: localWaiters, teams: localTeams, logger } = options;
   const memberEnded = options.onMemberEnded ?? (() => {});
   const origin = randomUUID();
   let listener: Listener | undefined;
-  const pending = { w: new Set<number>(), e: new Map<number, string>(), r: new Set<string>() };
+  const pending = {
+    w: new Set<number>(),
+    e: new Map<number, string>(),
+    r: new Set<string>(),
+    t: new Set<number>(),
+  };
+  const pendingCount = () => pending.w.size + pending.e.size + pending.r.size + pending.t.size;
   let flushing: Promise<void> | undefined;
   let scheduled = false;
 
@@ -71,9 +83,12 @@ export function createClusterBus(options: {
     }
     if (event.o === origin) return;
     if (event.w) local.wake(event.w);
+    if (event.t) localTeams.wake(event.t);
     for (const [id, message] of event.e ?? []) {
       memberEnded(id);
-      local.endMember(id, message ? new DomainError("unauthenticated", message) : undefined);
+      const error = message ? new DomainError("unauthenticated", message) : undefined;
+      local.endMember(id, error);
+      localTeams.endMember(id, error);
     }
     for (const id of event.r ?? []) localWaiters.notify(id);
   };
@@ -88,6 +103,7 @@ export function createClusterBus(options: {
       onReconnect: () => {
         options.onMissedEvents?.();
         local.wakeAll();
+        localTeams.wakeAll();
         localWaiters.notifyAll();
       },
     });
@@ -96,30 +112,33 @@ export function createClusterBus(options: {
   })();
 
   const takeBatch = (): string[] => {
-    const ids = { w: [...pending.w], e: [...pending.e], r: [...pending.r] };
+    const ids = { w: [...pending.w], e: [...pending.e], r: [...pending.r], t: [...pending.t] };
     pending.w.clear();
     pending.e.clear();
     pending.r.clear();
+    pending.t.clear();
     const payloads: string[] = [];
     for (
       let i = 0;
-      i < Math.max(ids.w.length, ids.e.length, ids.r.length);
+      i < Math.max(ids.w.length, ids.e.length, ids.r.length, ids.t.length);
       i += MAX_IDS_PER_EVENT
     ) {
       const event: LiveEvent = { o: origin };
       const w = ids.w.slice(i, i + MAX_IDS_PER_EVENT);
       const e = ids.e.slice(i, i + MAX_IDS_PER_EVENT);
       const r = ids.r.slice(i, i + MAX_IDS_PER_EVENT);
+      const t = ids.t.slice(i, i + MAX_IDS_PER_EVENT);
       if (w.length) event.w = w;
       if (e.length) event.e = e;
       if (r.length) event.r = r;
+      if (t.length) event.t = t;
       payloads.push(JSON.stringify(event));
     }
     return payloads;
   };
 
   const flush = async (): Promise<void> => {
-    while (pending.w.size + pending.e.size + pending.r.size > 0) {
+    while (pendingCount() > 0) {
       const payloads = takeBatch();
       try {
         await db.query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", [CHANNEL, payloads]);
@@ -137,7 +156,7 @@ export function createClusterBus(options: {
       scheduled = false;
       flushing = flush().finally(() => {
         flushing = undefined;
-        if (pending.w.size + pending.e.size + pending.r.size > 0) schedule();
+        if (pendingCount() > 0) schedule();
       });
     });
   };
@@ -151,13 +170,19 @@ export function createClusterBus(options: {
       schedule();
     },
     wakeAll: () => local.wakeAll(),
+    // A member's WatchTeam streams end with its subscriptions (a removed observer, a
+    // revoked lead token), here and in every other process.
     endMember(memberId, error) {
       memberEnded(memberId);
       local.endMember(memberId, error);
+      localTeams.endMember(memberId, error);
       pending.e.set(memberId, error?.message ?? "");
       schedule();
     },
-    endAll: () => local.endAll(),
+    endAll: () => {
+      local.endAll();
+      localTeams.endAll();
+    },
     get size() {
       return local.size;
     },
@@ -184,10 +209,31 @@ export function createClusterBus(options: {
     },
   };
 
+  const teams: TeamHub = {
+    open: (teamId, memberId, signal) => localTeams.open(teamId, memberId, signal),
+    wake(teamIds) {
+      const ids = [...teamIds];
+      localTeams.wake(ids);
+      for (const id of ids) pending.t.add(id);
+      schedule();
+    },
+    wakeAll: () => localTeams.wakeAll(),
+    endMember: (memberId, error) => hub.endMember(memberId, error),
+    endAll: () => localTeams.endAll(),
+    get size() {
+      return localTeams.size;
+    },
+    countOf: (memberId) => localTeams.countOf(memberId),
+    get waiting() {
+      return localTeams.waiting;
+    },
+  };
+
   return {
     ready,
     hub,
     waiters,
+    teams,
     async close() {
       closed = true;
       await ready.catch(() => {});

@@ -1,5 +1,6 @@
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
+import type { TeamHub } from "../inbox/team-hub.js";
 import type { Logger } from "../logger.js";
 import { startPeriodic } from "../periodic.js";
 import type { Database } from "../store/database.js";
@@ -10,6 +11,8 @@ export interface ExpirySweeperOptions {
   db: Database;
   hub: InboxHub;
   waiters: RequestWaiters;
+  /** WatchTeam streams: an expiry is a request change in its team's feed. */
+  teams: TeamHub;
   logger: Logger;
   /** How often overdue requests are looked for. */
   intervalMs: number;
@@ -41,7 +44,7 @@ const MAX_PER_TICK = 500;
  * request_update either way; only its wake-up may come from the next sweep.
  */
 export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper {
-  const { db, hub, waiters, logger } = options;
+  const { db, hub, waiters, teams, logger } = options;
 
   const expireOne = () =>
     db.transaction(async (tx) => {
@@ -65,6 +68,7 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
       if (!expired) break;
       count++;
       if (expired.delivery) hub.wake([expired.delivery.memberId]);
+      teams.wake([expired.request.teamId]);
       waiters.notify(expired.request.id);
     }
     return count;

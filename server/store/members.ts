@@ -4,7 +4,7 @@ import type { Database, Queryable } from "./database.js";
 import { one } from "./rows.js";
 import { isUniqueViolation } from "./sql-errors.js";
 
-export type MemberRole = "lead" | "teammate";
+export type MemberRole = "lead" | "teammate" | "observer";
 export type MemberStatus = "active" | "stopped";
 export type { PermissionMode };
 
@@ -48,6 +48,18 @@ const toMember = (r: MemberSqlRow): MemberRow => ({
   lastSeenAt: r.last_seen_at,
 });
 
+/**
+ * The team feed's member event (docs/watch.md), as a CTE that inserts one row per member the
+ * CTE `source` returned (its state right after the change). It runs in the statement that
+ * changed the member row, after the row is locked by that change, so its feed position is
+ * drawn after the lock: two changes of one member are in the feed in the order they happened.
+ */
+const memberEvent = (change: "added" | "stopped" | "removed" | "permission_mode", source: string) =>
+  `event AS (
+     INSERT INTO member_events (team_id, member_id, change, role, status, permission_mode)
+     SELECT team_id, id, '${change}', role, status, permission_mode FROM ${source}
+   )`;
+
 /** Creates a team and its lead (with an empty inbox). */
 export async function createTeam(
   db: Database,
@@ -83,7 +95,7 @@ async function insertMember(
        INSERT INTO members (team_id, name, role, token_hash, permission_mode)
        VALUES ($1, $2, $3, $4, $5)
        RETURNING *
-     )
+     ), ${memberEvent("added", "m")}
      SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
     [teamId, name, role, tokenHash, permissionMode],
   );
@@ -93,8 +105,9 @@ async function insertMember(
 }
 
 /**
- * Adds a teammate. A stopped member of that name comes back: new token, status active,
- * its inbox and cursor kept. An active member of that name is a conflict.
+ * Adds a teammate or an observer. A stopped member of that name comes back: new token, status
+ * active, the role asked for, its inbox and cursor kept. An active member of that name is a
+ * conflict.
  */
 export async function addMember(
   db: Database,
@@ -102,21 +115,23 @@ export async function addMember(
   name: string,
   tokenHash: Uint8Array,
   permissionMode: PermissionMode,
+  role: Exclude<MemberRole, "lead"> = "teammate",
 ): Promise<MemberRow> {
   try {
     return await db.transaction(async (tx) => {
       const [revived] = await tx.query<MemberSqlRow>(
         `WITH m AS (
            UPDATE members
-           SET status = 'active', token_hash = $3, stopped_at = NULL, permission_mode = $4
-           WHERE team_id = $1 AND name = $2 AND status = 'stopped' AND role = 'teammate'
+           SET status = 'active', token_hash = $3, stopped_at = NULL, permission_mode = $4,
+               role = $5
+           WHERE team_id = $1 AND name = $2 AND status = 'stopped' AND role <> 'lead'
            RETURNING *
-         )
+         ), ${memberEvent("added", "m")}
          SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
-        [teamId, name, tokenHash, permissionMode],
+        [teamId, name, tokenHash, permissionMode, role],
       );
       if (revived) return toMember(revived);
-      return insertMember(tx, teamId, name, "teammate", tokenHash, permissionMode);
+      return insertMember(tx, teamId, name, role, tokenHash, permissionMode);
     });
   } catch (err) {
     if (isUniqueViolation(err)) {
@@ -128,14 +143,20 @@ export async function addMember(
   }
 }
 
-/** Marks a teammate stopped; its token is refused from then on. */
+/**
+ * Marks a teammate or an observer stopped (RemoveMember); its token is refused from then on.
+ * Removing a member already stopped changes nothing new and adds no feed event.
+ */
 export async function stopMember(db: Queryable, teamId: number, name: string): Promise<MemberRow> {
   const [row] = await db.query<MemberSqlRow>(
-    `WITH m AS (
+    `WITH before AS (
+       SELECT id, status FROM members
+       WHERE team_id = $1 AND name = $2 AND role <> 'lead' FOR UPDATE
+     ), m AS (
        UPDATE members SET status = 'stopped', stopped_at = now()
-       WHERE team_id = $1 AND name = $2 AND role = 'teammate'
-       RETURNING *
-     )
+       FROM before WHERE members.id = before.id
+       RETURNING members.*, before.status AS status_before
+     ), ${memberEvent("removed", "(SELECT * FROM m WHERE status_before = 'active') removed")}
      SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
     [teamId, name],
   );
@@ -206,18 +227,30 @@ export async function findMemberByTokenHash(
 /** Marks a member stopped by an approved shutdown (inside the approving transaction). */
 export async function markStopped(tx: Queryable, memberId: number): Promise<void> {
   await tx.query(
-    "UPDATE members SET status = 'stopped', stopped_at = now() WHERE id = $1 AND role = 'teammate'",
+    `WITH m AS (
+       UPDATE members SET status = 'stopped', stopped_at = now()
+       WHERE id = $1 AND role = 'teammate' AND status = 'active'
+       RETURNING *
+     ), ${memberEvent("stopped", "m")}
+     SELECT 1`,
     [memberId],
   );
 }
 
-/** Sets the permission mode a teammate inherits when its plan is approved. */
+/** Sets the permission mode a teammate inherits when its plan is approved (a feed event if it changed). */
 export async function setPermissionMode(
   tx: Queryable,
   memberId: number,
   mode: PermissionMode,
 ): Promise<void> {
-  await tx.query("UPDATE members SET permission_mode = $2 WHERE id = $1", [memberId, mode]);
+  await tx.query(
+    `WITH m AS (
+       UPDATE members SET permission_mode = $2 WHERE id = $1 AND permission_mode <> $2
+       RETURNING *
+     ), ${memberEvent("permission_mode", "m")}
+     SELECT 1`,
+    [memberId, mode],
+  );
 }
 
 /** Records activity; callers throttle it (it is a write). */

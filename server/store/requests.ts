@@ -89,10 +89,16 @@ export interface NewRequest {
 export async function openRequest(tx: Queryable, r: NewRequest): Promise<void> {
   // One clock reading for both ends, so expires_at - created_at is exactly the ttl (the
   // column default, the transaction's start, lies before any wait for the inbox lock).
+  // The same statement stores the feed's "created" event (docs/watch.md).
   await tx.query(
-    `INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, created_at, expires_at)
-     SELECT $1, $2, $3, $4, $5, $6, c.t, c.t + $7 * interval '1 millisecond'
-     FROM (SELECT clock_timestamp() AS t) c`,
+    `WITH r AS (
+       INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, created_at, expires_at)
+       SELECT $1, $2, $3, $4, $5, $6, c.t, c.t + $7 * interval '1 millisecond'
+       FROM (SELECT clock_timestamp() AS t) c
+       RETURNING id, team_id, status, created_at
+     )
+     INSERT INTO request_events (team_id, request_id, status, at)
+     SELECT team_id, id, status, created_at FROM r`,
     [r.id, r.teamId, r.kind, r.fromId, r.toId, r.body, r.ttlMs],
   );
 }
@@ -171,12 +177,19 @@ export async function finishRequest(
 ): Promise<boolean> {
   const rows = await tx.query(
     // An expired request left pending at its deadline (that is what readers saw from then
-    // on), not when the sweeper got to it.
-    `UPDATE requests SET status = $2, response_body = $3,
-       resolved_at = CASE WHEN $2 = 'expired' THEN expires_at ELSE clock_timestamp() END
-     WHERE id = $1 AND status = 'pending'
-       AND ($2 = 'expired' OR expires_at > clock_timestamp())
-     RETURNING 1`,
+    // on), not when the sweeper got to it. The feed's event is stored by the same statement,
+    // after the UPDATE has locked the row (so a request's events keep their order).
+    `WITH moved AS (
+       UPDATE requests SET status = $2, response_body = $3,
+         resolved_at = CASE WHEN $2 = 'expired' THEN expires_at ELSE clock_timestamp() END
+       WHERE id = $1 AND status = 'pending'
+         AND ($2 = 'expired' OR expires_at > clock_timestamp())
+       RETURNING id, team_id, status, resolved_at
+     ), event AS (
+       INSERT INTO request_events (team_id, request_id, status, at)
+       SELECT team_id, id, status, resolved_at FROM moved
+     )
+     SELECT 1 FROM moved`,
     [id, status, responseBody],
   );
   return rows.length === 1;

@@ -34,6 +34,34 @@ CREATE TABLE public.inboxes (
 );
 
 --
+-- Name: team_feed_position; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.team_feed_position
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: member_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.member_events (
+    feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    team_id integer NOT NULL,
+    member_id integer NOT NULL,
+    change text NOT NULL,
+    role text NOT NULL,
+    status text NOT NULL,
+    permission_mode text NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT member_events_change_check CHECK ((change = ANY (ARRAY['added'::text, 'stopped'::text, 'removed'::text, 'permission_mode'::text])))
+);
+
+--
 -- Name: members; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -51,7 +79,7 @@ CREATE TABLE public.members (
     stopped_at timestamp with time zone,
     acked_bytes bigint DEFAULT 0 NOT NULL,
     CONSTRAINT members_permission_mode_check CHECK ((permission_mode = ANY (ARRAY['default'::text, 'accept_edits'::text, 'bypass_permissions'::text, 'plan'::text]))),
-    CONSTRAINT members_role_check CHECK ((role = ANY (ARRAY['lead'::text, 'teammate'::text]))),
+    CONSTRAINT members_role_check CHECK ((role = ANY (ARRAY['lead'::text, 'teammate'::text, 'observer'::text]))),
     CONSTRAINT members_status_check CHECK ((status = ANY (ARRAY['active'::text, 'stopped'::text])))
 );
 
@@ -83,7 +111,9 @@ CREATE TABLE public.messages (
     message_id text,
     kind text NOT NULL,
     body bytea NOT NULL,
-    sent_at timestamp with time zone DEFAULT now() NOT NULL
+    sent_at timestamp with time zone DEFAULT now() NOT NULL,
+    feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL
 );
 
 --
@@ -123,6 +153,20 @@ ALTER TABLE public.protocol_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDE
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+--
+-- Name: request_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.request_events (
+    feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    team_id integer NOT NULL,
+    request_id text NOT NULL,
+    status text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT request_events_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text, 'expired'::text, 'canceled'::text])))
 );
 
 --
@@ -214,6 +258,13 @@ ALTER TABLE ONLY public.inboxes
     ADD CONSTRAINT inboxes_pkey PRIMARY KEY (member_id);
 
 --
+-- Name: member_events member_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.member_events
+    ADD CONSTRAINT member_events_pkey PRIMARY KEY (feed_position);
+
+--
 -- Name: members members_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -247,6 +298,13 @@ ALTER TABLE ONLY public.messages
 
 ALTER TABLE ONLY public.protocol_attempts
     ADD CONSTRAINT protocol_attempts_pkey PRIMARY KEY (id);
+
+--
+-- Name: request_events request_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.request_events
+    ADD CONSTRAINT request_events_pkey PRIMARY KEY (feed_position);
 
 --
 -- Name: requests requests_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -291,10 +349,28 @@ ALTER TABLE ONLY public.teams
     ADD CONSTRAINT teams_pkey PRIMARY KEY (id);
 
 --
+-- Name: member_events_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX member_events_by_age ON public.member_events USING btree (at);
+
+--
+-- Name: member_events_feed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX member_events_feed ON public.member_events USING btree (team_id, feed_xid);
+
+--
 -- Name: members_one_lead; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE UNIQUE INDEX members_one_lead ON public.members USING btree (team_id) WHERE (role = 'lead'::text);
+
+--
+-- Name: messages_feed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_feed ON public.messages USING btree (team_id, feed_xid);
 
 --
 -- Name: protocol_attempts_by_age; Type: INDEX; Schema: public; Owner: -
@@ -319,6 +395,18 @@ CREATE INDEX protocol_attempts_by_request ON public.protocol_attempts USING btre
 --
 
 CREATE INDEX protocol_attempts_by_team ON public.protocol_attempts USING btree (team_id, id DESC);
+
+--
+-- Name: request_events_by_request; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX request_events_by_request ON public.request_events USING btree (request_id);
+
+--
+-- Name: request_events_feed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX request_events_feed ON public.request_events USING btree (team_id, feed_xid);
 
 --
 -- Name: requests_by_from; Type: INDEX; Schema: public; Owner: -
@@ -376,6 +464,20 @@ ALTER TABLE ONLY public.inboxes
     ADD CONSTRAINT inboxes_member_id_fkey FOREIGN KEY (member_id) REFERENCES public.members(id);
 
 --
+-- Name: member_events member_events_member_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.member_events
+    ADD CONSTRAINT member_events_member_id_fkey FOREIGN KEY (member_id) REFERENCES public.members(id);
+
+--
+-- Name: member_events member_events_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.member_events
+    ADD CONSTRAINT member_events_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
 -- Name: members members_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -416,6 +518,20 @@ ALTER TABLE ONLY public.protocol_attempts
 
 ALTER TABLE ONLY public.protocol_attempts
     ADD CONSTRAINT protocol_attempts_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: request_events request_events_request_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.request_events
+    ADD CONSTRAINT request_events_request_id_fkey FOREIGN KEY (request_id) REFERENCES public.requests(id) ON DELETE CASCADE;
+
+--
+-- Name: request_events request_events_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.request_events
+    ADD CONSTRAINT request_events_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
 
 --
 -- Name: requests requests_from_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

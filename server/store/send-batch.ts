@@ -4,6 +4,7 @@ import type { Database } from "./database.js";
 import {
   type FullInbox,
   inboxBacklogFull,
+  observerNotAddressable,
   revokedSender,
   type SendInput,
   type SendResult,
@@ -43,6 +44,7 @@ export async function sendBatch(
     idx: bigint;
     sender_status: string | null;
     target_status: string | null;
+    target_role: string | null;
     member_id: number | null;
     name: string | null;
     seq: bigint | null;
@@ -59,7 +61,7 @@ export async function sendBatch(
          WITH ORDINALITY AS q (team_id, sender_id, to_name, idx)
      ),
      checks AS (
-       SELECT q.idx, s.status AS sender_status, t.status AS target_status
+       SELECT q.idx, s.status AS sender_status, t.status AS target_status, t.role AS target_role
        FROM q
        LEFT JOIN members s ON s.id = q.sender_id
        LEFT JOIN members t ON q.to_name <> '*' AND t.team_id = q.team_id AND t.name = q.to_name
@@ -69,12 +71,14 @@ export async function sendBatch(
        FROM q
        JOIN members s ON s.id = q.sender_id AND s.status = 'active'
        JOIN members m ON m.team_id = q.team_id AND m.name = q.to_name AND m.status = 'active'
+         AND m.role <> 'observer'
        WHERE q.to_name <> '*'
        UNION ALL
        SELECT q.idx, m.id, m.name
        FROM q
        JOIN members s ON s.id = q.sender_id AND s.status = 'active'
        JOIN members m ON m.team_id = q.team_id AND m.status = 'active' AND m.id <> q.sender_id
+         AND m.role <> 'observer'
        WHERE q.to_name = '*'
      ),
      per_inbox AS (
@@ -123,23 +127,25 @@ export async function sendBatch(
        SELECT u.idx, b.member_id, b.name, b.base + u.k AS seq
        FROM bumped b, unnest(b.idxs) WITH ORDINALITY AS u (idx, k)
      ),
+     -- In seq order: each row draws its team-feed position (a column default) as it is
+     -- inserted, so one inbox's rows of this batch take positions in seq order.
      stored AS (
        INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body)
        SELECT n.member_id, n.seq, ($1::int[])[n.idx::int], ($2::int[])[n.idx::int],
               ($3::text[])[n.idx::int], ($4::text[])[n.idx::int], ($5::text[])[n.idx::int],
               ($6::bytea[])[n.idx::int]
-       FROM numbered n
+       FROM numbered n ORDER BY n.member_id, n.seq
      )
-     SELECT 'check' AS row_kind, idx, sender_status, target_status, NULL::int AS member_id,
-            NULL::text AS name, NULL::bigint AS seq, NULL::bigint AS backlog_messages,
-            NULL::bigint AS backlog_bytes
+     SELECT 'check' AS row_kind, idx, sender_status, target_status, target_role,
+            NULL::int AS member_id, NULL::text AS name, NULL::bigint AS seq,
+            NULL::bigint AS backlog_messages, NULL::bigint AS backlog_bytes
      FROM checks
      UNION ALL
-     SELECT 'full', idx, NULL, NULL, member_id, name, NULL,
+     SELECT 'full', idx, NULL, NULL, NULL, member_id, name, NULL,
             messages_after - 1, bytes_after - ($7::int[])[idx::int]
      FROM too_full
      UNION ALL
-     SELECT 'delivery', idx, NULL, NULL, member_id, name, seq, NULL, NULL FROM numbered
+     SELECT 'delivery', idx, NULL, NULL, NULL, member_id, name, seq, NULL, NULL FROM numbered
      ORDER BY idx, row_kind, member_id`,
     [
       sends.map((s) => s.teamId),
@@ -166,7 +172,7 @@ export async function sendBatch(
     const send = sends[i] as BatchableSend;
     const result = results[i] as SendResult | Error;
     if (row.row_kind === "check") {
-      results[i] = refusalOf(send, row.sender_status, row.target_status) ?? result;
+      results[i] = refusalOf(send, row.sender_status, row.target_status, row.target_role) ?? result;
     } else if (row.row_kind === "full") {
       (fullInboxes[i] as FullInbox[]).push({
         name: row.name ?? "?",
@@ -194,8 +200,10 @@ function refusalOf(
   send: BatchableSend,
   senderStatus: string | null,
   targetStatus: string | null,
+  targetRole: string | null,
 ): Error | undefined {
   if (senderStatus !== "active") return revokedSender(send.sender.name);
+  if (targetRole === "observer") return observerNotAddressable(send.to);
   if (send.to !== BROADCAST && targetStatus !== "active") {
     return unknownRecipient(send.to, targetStatus !== null);
   }

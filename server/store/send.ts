@@ -137,6 +137,15 @@ function requireActiveSender(input: SendInput, status: string | undefined): void
 export const revokedSender = (name: string): DomainError =>
   new DomainError("unauthenticated", `token revoked: member "${name}" is stopped`);
 
+/** The refusal of a send to an observer: it reads the team's feed and receives nothing. */
+export const observerNotAddressable = (to: string): RuleViolationError =>
+  new RuleViolationError(
+    "observer-not-addressable",
+    "invalid-argument",
+    `"${to}" is an observer: it watches the team and receives no messages`,
+    "to",
+  );
+
 /** The refusal of a send to a member that is not there (or no longer active). */
 export const unknownRecipient = (to: string, found: boolean): RuleViolationError =>
   new RuleViolationError(
@@ -233,18 +242,20 @@ async function resolveRecipients(
   tx: Queryable,
   input: SendInput,
 ): Promise<{ id: number; name: string }[]> {
+  // Observers receive nothing: not counted in a broadcast, refused as an addressee.
   if (input.to === BROADCAST) {
     return tx.query<{ id: number; name: string }>(
       `SELECT id, name FROM members
-       WHERE team_id = $1 AND status = 'active' AND id <> $2 ORDER BY id`,
+       WHERE team_id = $1 AND status = 'active' AND id <> $2 AND role <> 'observer' ORDER BY id`,
       [input.teamId, input.sender.id],
     );
   }
-  const rows = await tx.query<{ id: number; name: string; status: string }>(
-    "SELECT id, name, status FROM members WHERE team_id = $1 AND name = $2",
+  const rows = await tx.query<{ id: number; name: string; status: string; role: string }>(
+    "SELECT id, name, status, role FROM members WHERE team_id = $1 AND name = $2",
     [input.teamId, input.to],
   );
   const recipient = rows[0];
+  if (recipient?.role === "observer") throw observerNotAddressable(input.to);
   if (recipient?.status !== "active") throw unknownRecipient(input.to, recipient !== undefined);
   return [recipient];
 }
@@ -252,7 +263,9 @@ async function resolveRecipients(
 /**
  * Takes the next seq of each recipient's inbox and stores the rows. The inbox rows are
  * locked in member-id order (so two broadcasts cannot deadlock) and stay locked until
- * commit, which is what keeps every inbox's seqs committing in order.
+ * commit, which is what keeps every inbox's seqs committing in order. Each row draws its
+ * team-feed position (a column default) when it is inserted, after those locks: the feed's
+ * order agrees with every inbox's (docs/watch.md).
  *
  * With `backlog`, the backlogs are checked under those locks, so two concurrent sends cannot
  * both take the last room: if any recipient would hold more than the limits unacked, it

@@ -96,8 +96,11 @@ async function runShellSample(code: string, fenceLine: number, env: TestEnv): Pr
     if (streams) {
       expect(result.stopped, `${context}\n(a stream: its first message never came)`).toBe(true);
       printed = jsonObjects(result.stdout);
-      // "backlog, then live": what the sample sent before is in the backlog.
-      expect(printed[0], context).toHaveProperty("envelope");
+      // "backlog, then live": what the sample sent before is in the backlog (Subscribe's
+      // first response is an envelope; WatchTeam's an event of the team's history).
+      expect(printed[0], context).toHaveProperty(
+        command.includes("/WatchTeam") ? "event" : "envelope",
+      );
     } else if (refusal !== undefined) {
       expect(result.code, context).toBe((refusal * 8) % 256);
       printed = jsonObjects(result.stderr);

@@ -456,7 +456,7 @@ describe("the team CLI", () => {
     ]);
     const peek = await runTeam(["attempts", "--member", "team-lead"], t.env("alice"));
     expect(peek.code).toBe(1);
-    expect(peek.stderr).toContain("only the lead sees other members' attempts");
+    expect(peek.stderr).toContain("only the lead and observers see other members' attempts");
   }, 90_000);
 
   it("no token exits 2; an unknown server or token exits 1 with the reason; every protocol works", async () => {

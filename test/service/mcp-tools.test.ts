@@ -153,7 +153,7 @@ describeEachDatabase("MCP: tools", (env) => {
         const other = await callTool(worker, "journal", { member: "team-lead" });
         expect(other.isError).toBe(true);
         expect(other.text).toMatch(
-          /^permission_denied: only the lead sees other members' attempts/,
+          /^permission_denied: only the lead and observers see other members' attempts/,
         );
       });
 

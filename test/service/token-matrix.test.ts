@@ -68,6 +68,8 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
       return { requestId: w.alicePlan };
     case M.listAttempts:
       return { member: "alice" };
+    case M.watchTeam:
+      return {};
   }
   throw new Error(`no request for ${method.name}`);
 }
@@ -90,10 +92,12 @@ async function call(
     const input = create(method.input, request as never);
     if (method.methodKind === "server_streaming") {
       const items: unknown[] = [];
+      // Subscribe's oneof is `event`, WatchTeam's `kind`.
       for await (const item of fn.call(client, input, options) as AsyncIterable<{
-        event: { case: string | undefined };
+        event?: { case: string | undefined };
+        kind?: { case: string | undefined };
       }>) {
-        if (item.event.case === "heartbeat" || items.length >= 50) break;
+        if ((item.event ?? item.kind)?.case === "heartbeat" || items.length >= 50) break;
         items.push(item);
       }
       return { ok: true, value: undefined, items };
@@ -309,6 +313,7 @@ describeEachDatabase(
           method: M.listAttempts,
           request: { member: "bob" },
         },
+        { what: "WatchTeam (watch-lead-or-observer)", method: M.watchTeam, request: {} },
       ];
       for (const protocol of PROTOCOLS) {
         const alice = env().client(w.a.member("alice").token, protocol);

@@ -16,12 +16,14 @@ import {
   CreateTeamRequestSchema,
   GetRequestRequestSchema,
   ListAttemptsRequestSchema,
+  ListMembersRequestSchema,
   ListRequestsRequestSchema,
   ReadInboxRequestSchema,
   RemoveMemberRequestSchema,
   SendRequestSchema,
   SubscribeRequestSchema,
   TeamService,
+  WatchTeamRequestSchema,
 } from "../../gen/team/v1/team_service_pb.js";
 import type { Caller } from "../../server/caller.js";
 import {
@@ -54,6 +56,7 @@ const lead: Caller = {
   lead: { id: 1, name: "lead", permissionMode: "default" },
 };
 const mate: Caller = { ...lead, id: 2, name: "ann", role: "teammate" };
+const eye: Caller = { ...lead, id: 3, name: "eye", role: "observer" };
 const REQ = "req_AAAAAAAAAAAAAAAAAAAAAA";
 
 function call<S extends DescMessage>(
@@ -370,6 +373,67 @@ const rows: [string, RuleCall, Expected][] = [
     "a teammate reports a task to another teammate",
     send("bob", task({})),
     by("task-to-lead", "to"),
+  ],
+  // observers read, and only read; the team's feed is the lead's and the observers'
+  [
+    "an observer lists the members",
+    call(M.listMembers, ListMembersRequestSchema, {}, eye),
+    undefined,
+  ],
+  [
+    "an observer lists requests",
+    call(M.listRequests, ListRequestsRequestSchema, {}, eye),
+    undefined,
+  ],
+  [
+    "an observer gets a request",
+    call(M.getRequest, GetRequestRequestSchema, { requestId: REQ }, eye),
+    undefined,
+  ],
+  [
+    "an observer awaits a request",
+    call(M.awaitRequest, AwaitRequestRequestSchema, { requestId: REQ }, eye),
+    undefined,
+  ],
+  [
+    "an observer lists attempts",
+    call(M.listAttempts, ListAttemptsRequestSchema, {}, eye),
+    undefined,
+  ],
+  ["an observer watches the team", call(M.watchTeam, WatchTeamRequestSchema, {}, eye), undefined],
+  ["the lead watches the team", call(M.watchTeam, WatchTeamRequestSchema, {}, lead), undefined],
+  [
+    "a teammate watches the team",
+    call(M.watchTeam, WatchTeamRequestSchema, {}, mate),
+    by("watch-lead-or-observer"),
+  ],
+  ["an observer sends text", send("lead", text("hi"), eye), by("observer-read-only")],
+  ["an observer asks for a shutdown", send("ann", shutdown(), eye), by("observer-read-only")],
+  [
+    "an observer cancels a request",
+    call(M.cancelRequest, CancelRequestRequestSchema, { requestId: REQ }, eye),
+    by("observer-read-only"),
+  ],
+  [
+    "an observer adds a member",
+    call(M.addMember, AddMemberRequestSchema, { name: "x" }, eye),
+    by("observer-read-only"),
+  ],
+  [
+    "an observer removes a member",
+    call(M.removeMember, RemoveMemberRequestSchema, { name: "ann" }, eye),
+    by("observer-read-only"),
+  ],
+  ["an observer acks", call(M.ack, AckRequestSchema, { seq: 0n }, eye), by("observer-read-only")],
+  [
+    "an observer reads an inbox",
+    call(M.readInbox, ReadInboxRequestSchema, {}, eye),
+    by("observer-read-only"),
+  ],
+  [
+    "an observer subscribes",
+    call(M.subscribe, SubscribeRequestSchema, {}, eye),
+    by("observer-read-only"),
   ],
 ];
 

@@ -58,22 +58,31 @@ export function membershipCommands(program: Command): void {
   connectionOptions(
     program
       .command("add-member")
-      .description("lead: add a teammate; prints its token (shown only once)")
+      .description("lead: add a teammate (or --observer); prints its token (shown only once)")
       .argument("<name>", "the teammate's name")
+      .option("--observer", "a read-only member: it lists and watches the team (team watch)", false)
       .addOption(
         new Option(
           "--mode <mode>",
           "the permission mode it starts in (plan: it plans and asks before acting; default: yours)",
         ).choices(permissionModeNames),
       ),
-  ).action(async (name: string, o: ConnectionOptions & { mode?: PermissionModeName }) => {
-    const added = await clientFor(o).addMember(name, o.mode ? { permissionMode: o.mode } : {});
-    print(
-      o,
-      () => `added "${name}"\ntoken (shown only once): ${added.token}`,
-      () => ({ token: added.token, member: added.member && asJson(MemberSchema, added.member) }),
-    );
-  });
+  ).action(
+    async (
+      name: string,
+      o: ConnectionOptions & { mode?: PermissionModeName; observer: boolean },
+    ) => {
+      const added = await clientFor(o).addMember(name, {
+        ...(o.mode ? { permissionMode: o.mode } : {}),
+        observer: o.observer,
+      });
+      print(
+        o,
+        () => `added "${name}"\ntoken (shown only once): ${added.token}`,
+        () => ({ token: added.token, member: added.member && asJson(MemberSchema, added.member) }),
+      );
+    },
+  );
 
   connectionOptions(
     program

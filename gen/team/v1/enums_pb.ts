@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file team/v1/enums.proto.
  */
 export const file_team_v1_enums: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtL3YxL2VudW1zLnByb3RvEgd0ZWFtLnYxKlkKCk1lbWJlclJvbGUSGwoXTUVNQkVSX1JPTEVfVU5TUEVDSUZJRUQQABIUChBNRU1CRVJfUk9MRV9MRUFEEAESGAoUTUVNQkVSX1JPTEVfVEVBTU1BVEUQAipiCgxNZW1iZXJTdGF0dXMSHQoZTUVNQkVSX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFE1FTUJFUl9TVEFUVVNfQUNUSVZFEAESGQoVTUVNQkVSX1NUQVRVU19TVE9QUEVEEAIqsgEKDlBlcm1pc3Npb25Nb2RlEh8KG1BFUk1JU1NJT05fTU9ERV9VTlNQRUNJRklFRBAAEhsKF1BFUk1JU1NJT05fTU9ERV9ERUZBVUxUEAESIAocUEVSTUlTU0lPTl9NT0RFX0FDQ0VQVF9FRElUUxACEiYKIlBFUk1JU1NJT05fTU9ERV9CWVBBU1NfUEVSTUlTU0lPTlMQAxIYChRQRVJNSVNTSU9OX01PREVfUExBThAEKmYKC1JlcXVlc3RLaW5kEhwKGFJFUVVFU1RfS0lORF9VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfS0lORF9TSFVURE9XThABEh4KGlJFUVVFU1RfS0lORF9QTEFOX0FQUFJPVkFMEAIqvgEKDVJlcXVlc3RTdGF0dXMSHgoaUkVRVUVTVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZSRVFVRVNUX1NUQVRVU19QRU5ESU5HEAESGwoXUkVRVUVTVF9TVEFUVVNfQVBQUk9WRUQQAhIbChdSRVFVRVNUX1NUQVRVU19SRUpFQ1RFRBADEhoKFlJFUVVFU1RfU1RBVFVTX0VYUElSRUQQBBIbChdSRVFVRVNUX1NUQVRVU19DQU5DRUxFRBAFKnUKClRhc2tTdGF0dXMSGwoXVEFTS19TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQARIWChJUQVNLX1NUQVRVU19GQUlMRUQQAhIXChNUQVNLX1NUQVRVU19TVE9QUEVEEAMqbAoOQXR0ZW1wdE91dGNvbWUSHwobQVRURU1QVF9PVVRDT01FX1VOU1BFQ0lGSUVEEAASHAoYQVRURU1QVF9PVVRDT01FX0FDQ0VQVEVEEAESGwoXQVRURU1QVF9PVVRDT01FX1JFRlVTRUQQAkIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z");
+  fileDesc("ChN0ZWFtL3YxL2VudW1zLnByb3RvEgd0ZWFtLnYxKnMKCk1lbWJlclJvbGUSGwoXTUVNQkVSX1JPTEVfVU5TUEVDSUZJRUQQABIUChBNRU1CRVJfUk9MRV9MRUFEEAESGAoUTUVNQkVSX1JPTEVfVEVBTU1BVEUQAhIYChRNRU1CRVJfUk9MRV9PQlNFUlZFUhADKmIKDE1lbWJlclN0YXR1cxIdChlNRU1CRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUTUVNQkVSX1NUQVRVU19BQ1RJVkUQARIZChVNRU1CRVJfU1RBVFVTX1NUT1BQRUQQAiqfAQoMTWVtYmVyQ2hhbmdlEh0KGU1FTUJFUl9DSEFOR0VfVU5TUEVDSUZJRUQQABIXChNNRU1CRVJfQ0hBTkdFX0FEREVEEAESGQoVTUVNQkVSX0NIQU5HRV9TVE9QUEVEEAISGQoVTUVNQkVSX0NIQU5HRV9SRU1PVkVEEAMSIQodTUVNQkVSX0NIQU5HRV9QRVJNSVNTSU9OX01PREUQBCqyAQoOUGVybWlzc2lvbk1vZGUSHwobUEVSTUlTU0lPTl9NT0RFX1VOU1BFQ0lGSUVEEAASGwoXUEVSTUlTU0lPTl9NT0RFX0RFRkFVTFQQARIgChxQRVJNSVNTSU9OX01PREVfQUNDRVBUX0VESVRTEAISJgoiUEVSTUlTU0lPTl9NT0RFX0JZUEFTU19QRVJNSVNTSU9OUxADEhgKFFBFUk1JU1NJT05fTU9ERV9QTEFOEAQqZgoLUmVxdWVzdEtpbmQSHAoYUkVRVUVTVF9LSU5EX1VOU1BFQ0lGSUVEEAASGQoVUkVRVUVTVF9LSU5EX1NIVVRET1dOEAESHgoaUkVRVUVTVF9LSU5EX1BMQU5fQVBQUk9WQUwQAiq+AQoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlJFUVVFU1RfU1RBVFVTX1BFTkRJTkcQARIbChdSRVFVRVNUX1NUQVRVU19BUFBST1ZFRBACEhsKF1JFUVVFU1RfU1RBVFVTX1JFSkVDVEVEEAMSGgoWUkVRVUVTVF9TVEFUVVNfRVhQSVJFRBAEEhsKF1JFUVVFU1RfU1RBVFVTX0NBTkNFTEVEEAUqdQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1RBVFVTX0NPTVBMRVRFRBABEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBACEhcKE1RBU0tfU1RBVFVTX1NUT1BQRUQQAypsCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIcChhBVFRFTVBUX09VVENPTUVfQUNDRVBURUQQARIbChdBVFRFTVBUX09VVENPTUVfUkVGVVNFRBACQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM");
 
 /**
  * A member's role in its team. Every team has exactly one lead.
@@ -30,11 +30,21 @@ export enum MemberRole {
   LEAD = 1,
 
   /**
-   * Every other member.
+   * A member that works: sends, receives, answers the lead's requests.
    *
    * @generated from enum value: MEMBER_ROLE_TEAMMATE = 2;
    */
   TEAMMATE = 2,
+
+  /**
+   * A read-only member (a person or a dashboard watching the team): it may list members,
+   * requests and attempts and WatchTeam, and nothing else. It has no inbox to read, cannot
+   * be addressed and is not counted in broadcasts. Every write is refused with the rule
+   * `observer-read-only`.
+   *
+   * @generated from enum value: MEMBER_ROLE_OBSERVER = 3;
+   */
+  OBSERVER = 3,
 }
 
 /**
@@ -76,6 +86,52 @@ export const MemberStatusSchema: GenEnum<MemberStatus> = /*@__PURE__*/
   enumDesc(file_team_v1_enums, 1);
 
 /**
+ * What happened to a member (TeamEvent.member).
+ *
+ * @generated from enum team.v1.MemberChange
+ */
+export enum MemberChange {
+  /**
+   * @generated from enum value: MEMBER_CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Added by CreateTeam (the lead) or AddMember, or a stopped name added again.
+   *
+   * @generated from enum value: MEMBER_CHANGE_ADDED = 1;
+   */
+  ADDED = 1,
+
+  /**
+   * Stopped by its own approved shutdown.
+   *
+   * @generated from enum value: MEMBER_CHANGE_STOPPED = 2;
+   */
+  STOPPED = 2,
+
+  /**
+   * Force-stopped by the lead (RemoveMember).
+   *
+   * @generated from enum value: MEMBER_CHANGE_REMOVED = 3;
+   */
+  REMOVED = 3,
+
+  /**
+   * Its permission mode changed (an approved plan hands over the lead's mode).
+   *
+   * @generated from enum value: MEMBER_CHANGE_PERMISSION_MODE = 4;
+   */
+  PERMISSION_MODE = 4,
+}
+
+/**
+ * Describes the enum team.v1.MemberChange.
+ */
+export const MemberChangeSchema: GenEnum<MemberChange> = /*@__PURE__*/
+  enumDesc(file_team_v1_enums, 2);
+
+/**
  * Permission modes, as in the seed (Claude Code's tool permission context).
  *
  * @generated from enum team.v1.PermissionMode
@@ -111,7 +167,7 @@ export enum PermissionMode {
  * Describes the enum team.v1.PermissionMode.
  */
 export const PermissionModeSchema: GenEnum<PermissionMode> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 2);
+  enumDesc(file_team_v1_enums, 3);
 
 /**
  * The kinds of protocol request the server tracks.
@@ -143,7 +199,7 @@ export enum RequestKind {
  * Describes the enum team.v1.RequestKind.
  */
 export const RequestKindSchema: GenEnum<RequestKind> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 3);
+  enumDesc(file_team_v1_enums, 4);
 
 /**
  * The state of a protocol request. pending is the only non-final state.
@@ -196,7 +252,7 @@ export enum RequestStatus {
  * Describes the enum team.v1.RequestStatus.
  */
 export const RequestStatusSchema: GenEnum<RequestStatus> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 4);
+  enumDesc(file_team_v1_enums, 5);
 
 /**
  * The outcome a worker reports for a task.
@@ -229,7 +285,7 @@ export enum TaskStatus {
  * Describes the enum team.v1.TaskStatus.
  */
 export const TaskStatusSchema: GenEnum<TaskStatus> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 5);
+  enumDesc(file_team_v1_enums, 6);
 
 /**
  * How a protocol attempt ended (see Attempt).
@@ -261,5 +317,5 @@ export enum AttemptOutcome {
  * Describes the enum team.v1.AttemptOutcome.
  */
 export const AttemptOutcomeSchema: GenEnum<AttemptOutcome> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 6);
+  enumDesc(file_team_v1_enums, 7);
 

@@ -6,8 +6,10 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
+import type { AttemptOutcome, MemberRole, PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
+import type { TeamEvent } from "./feed_pb.js";
+import { file_team_v1_feed } from "./feed_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
 import type { Attempt, Envelope, Member, RequestRecord } from "./records_pb.js";
@@ -19,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/team_service.proto.
  */
 export const file_team_v1_team_service: GenFile = /*@__PURE__*/
-  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJSChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZSJDChFBZGRNZW1iZXJSZXNwb25zZRINCgV0b2tlbhgBIAEoCRIfCgZtZW1iZXIYAiABKAsyDy50ZWFtLnYxLk1lbWJlciIjChNSZW1vdmVNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiNwoUUmVtb3ZlTWVtYmVyUmVzcG9uc2USHwoGbWVtYmVyGAEgASgLMg8udGVhbS52MS5NZW1iZXIiFAoSTGlzdE1lbWJlcnNSZXF1ZXN0IjcKE0xpc3RNZW1iZXJzUmVzcG9uc2USIAoHbWVtYmVycxgBIAMoCzIPLnRlYW0udjEuTWVtYmVyIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKE0F3YWl0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIqCgd0aW1lb3V0GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFEF3YWl0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiKgoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSJAChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKKAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZtZW1iZXIYASABKAkSKAoHb3V0Y29tZRgCIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSEgoKcmVxdWVzdF9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJTChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIiCghhdHRlbXB0cxgBIAMoCzIQLnRlYW0udjEuQXR0ZW1wdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkyngcKC1RlYW1TZXJ2aWNlEkUKCkNyZWF0ZVRlYW0SGi50ZWFtLnYxLkNyZWF0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5DcmVhdGVUZWFtUmVzcG9uc2USQgoJQWRkTWVtYmVyEhkudGVhbS52MS5BZGRNZW1iZXJSZXF1ZXN0GhoudGVhbS52MS5BZGRNZW1iZXJSZXNwb25zZRJLCgxSZW1vdmVNZW1iZXISHC50ZWFtLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHS50ZWFtLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEkgKC0xpc3RNZW1iZXJzEhsudGVhbS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHC50ZWFtLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdEF0dGVtcHRzEhwudGVhbS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0QXR0ZW1wdHNSZXNwb25zZUIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
+  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKE0F3YWl0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIqCgd0aW1lb3V0GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFEF3YWl0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiKgoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSJAChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKKAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZtZW1iZXIYASABKAkSKAoHb3V0Y29tZRgCIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSEgoKcmVxdWVzdF9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJTChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIiCghhdHRlbXB0cxgBIAMoCzIQLnRlYW0udjEuQXR0ZW1wdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiNAoQV2F0Y2hUZWFtUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSEAoIZnJvbV9ub3cYAiABKAgiEAoOV2F0Y2hIZWFydGJlYXQifgoRV2F0Y2hUZWFtUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEiMKBWV2ZW50GAIgASgLMhIudGVhbS52MS5UZWFtRXZlbnRIABIsCgloZWFydGJlYXQYAyABKAsyFy50ZWFtLnYxLldhdGNoSGVhcnRiZWF0SABCBgoEa2luZDLkBwoLVGVhbVNlcnZpY2USRQoKQ3JlYXRlVGVhbRIaLnRlYW0udjEuQ3JlYXRlVGVhbVJlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJCCglBZGRNZW1iZXISGS50ZWFtLnYxLkFkZE1lbWJlclJlcXVlc3QaGi50ZWFtLnYxLkFkZE1lbWJlclJlc3BvbnNlEksKDFJlbW92ZU1lbWJlchIcLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBodLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USSAoLTGlzdE1lbWJlcnMSGy50ZWFtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBocLnRlYW0udjEuTGlzdE1lbWJlcnNSZXNwb25zZRIzCgRTZW5kEhQudGVhbS52MS5TZW5kUmVxdWVzdBoVLnRlYW0udjEuU2VuZFJlc3BvbnNlEkQKCVN1YnNjcmliZRIZLnRlYW0udjEuU3Vic2NyaWJlUmVxdWVzdBoaLnRlYW0udjEuU3Vic2NyaWJlUmVzcG9uc2UwARJCCglSZWFkSW5ib3gSGS50ZWFtLnYxLlJlYWRJbmJveFJlcXVlc3QaGi50ZWFtLnYxLlJlYWRJbmJveFJlc3BvbnNlEjAKA0FjaxITLnRlYW0udjEuQWNrUmVxdWVzdBoULnRlYW0udjEuQWNrUmVzcG9uc2USRQoKR2V0UmVxdWVzdBIaLnRlYW0udjEuR2V0UmVxdWVzdFJlcXVlc3QaGy50ZWFtLnYxLkdldFJlcXVlc3RSZXNwb25zZRJLCgxMaXN0UmVxdWVzdHMSHC50ZWFtLnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHS50ZWFtLnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEksKDEF3YWl0UmVxdWVzdBIcLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVxdWVzdBodLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVzcG9uc2USTgoNQ2FuY2VsUmVxdWVzdBIdLnRlYW0udjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHi50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXNwb25zZRJLCgxMaXN0QXR0ZW1wdHMSHC50ZWFtLnYxLkxpc3RBdHRlbXB0c1JlcXVlc3QaHS50ZWFtLnYxLkxpc3RBdHRlbXB0c1Jlc3BvbnNlEkQKCVdhdGNoVGVhbRIZLnRlYW0udjEuV2F0Y2hUZWFtUmVxdWVzdBoaLnRlYW0udjEuV2F0Y2hUZWFtUmVzcG9uc2UwAUIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
 
 /**
  * @generated from message team.v1.CreateTeamRequest
@@ -101,6 +103,14 @@ export type AddMemberRequest = Message<"team.v1.AddMemberRequest"> & {
    * @generated from field: team.v1.PermissionMode permission_mode = 2;
    */
   permissionMode: PermissionMode;
+
+  /**
+   * MEMBER_ROLE_TEAMMATE (unset: the same) or MEMBER_ROLE_OBSERVER (read-only: it may list
+   * and watch, nothing else; see MemberRole). A team has one lead: MEMBER_ROLE_LEAD is refused.
+   *
+   * @generated from field: team.v1.MemberRole role = 3;
+   */
+  role: MemberRole;
 };
 
 /**
@@ -197,6 +207,13 @@ export type ListMembersResponse = Message<"team.v1.ListMembersResponse"> & {
    * @generated from field: repeated team.v1.Member members = 1;
    */
   members: Member[];
+
+  /**
+   * The caller's own name: who the token belongs to (its role is in `members`).
+   *
+   * @generated from field: string you = 2;
+   */
+  you: string;
 };
 
 /**
@@ -771,6 +788,91 @@ export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@_
   messageDesc(file_team_v1_team_service, 27);
 
 /**
+ * @generated from message team.v1.WatchTeamRequest
+ */
+export type WatchTeamRequest = Message<"team.v1.WatchTeamRequest"> & {
+  /**
+   * Resume after this: the cursor of the last response you handled (an event or a
+   * heartbeat). Unset: from the oldest event the server still keeps. At most 8 KiB (a cursor
+   * holds one or two database snapshots: usually a few dozen characters).
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * With no cursor: start now, skipping what happened before (only new events follow).
+   *
+   * @generated from field: bool from_now = 2;
+   */
+  fromNow: boolean;
+};
+
+/**
+ * Describes the message team.v1.WatchTeamRequest.
+ * Use `create(WatchTeamRequestSchema)` to create a new message.
+ */
+export const WatchTeamRequestSchema: GenMessage<WatchTeamRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 28);
+
+/**
+ * An idle-stream heartbeat: nothing new in the team. Its response's cursor is current.
+ *
+ * @generated from message team.v1.WatchHeartbeat
+ */
+export type WatchHeartbeat = Message<"team.v1.WatchHeartbeat"> & {
+};
+
+/**
+ * Describes the message team.v1.WatchHeartbeat.
+ * Use `create(WatchHeartbeatSchema)` to create a new message.
+ */
+export const WatchHeartbeatSchema: GenMessage<WatchHeartbeat> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 29);
+
+/**
+ * @generated from message team.v1.WatchTeamResponse
+ */
+export type WatchTeamResponse = Message<"team.v1.WatchTeamResponse"> & {
+  /**
+   * The stream's position after this response (opaque text): WatchTeam with cursor = this
+   * delivers exactly the events that follow.
+   *
+   * @generated from field: string cursor = 1;
+   */
+  cursor: string;
+
+  /**
+   * @generated from oneof team.v1.WatchTeamResponse.kind
+   */
+  kind: {
+    /**
+     * Something the team did.
+     *
+     * @generated from field: team.v1.TeamEvent event = 2;
+     */
+    value: TeamEvent;
+    case: "event";
+  } | {
+    /**
+     * Sent while the team is idle, so clients and proxies can tell a quiet team from a dead
+     * connection (and a reconnect resumes from a recent cursor).
+     *
+     * @generated from field: team.v1.WatchHeartbeat heartbeat = 3;
+     */
+    value: WatchHeartbeat;
+    case: "heartbeat";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message team.v1.WatchTeamResponse.
+ * Use `create(WatchTeamResponseSchema)` to create a new message.
+ */
+export const WatchTeamResponseSchema: GenMessage<WatchTeamResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 30);
+
+/**
  * TeamService gives a team of agents (one lead, any number of teammates) durable
  * inboxes and server-enforced request-response protocols.
  *
@@ -797,8 +899,9 @@ export const TeamService: GenService<{
     output: typeof CreateTeamResponseSchema;
   },
   /**
-   * Lead only. Adds a teammate and returns its token (shown only once). Adding a
-   * stopped member's name again reactivates it with a new token and its old inbox.
+   * Lead only. Adds a teammate (or, with role MEMBER_ROLE_OBSERVER, a read-only observer)
+   * and returns its token (shown only once). Adding a stopped member's name again
+   * reactivates it with a new token (and the role asked for) and its old inbox.
    *
    * @generated from rpc team.v1.TeamService.AddMember
    */
@@ -808,8 +911,8 @@ export const TeamService: GenService<{
     output: typeof AddMemberResponseSchema;
   },
   /**
-   * Lead only. Force-stops a teammate: its token is revoked at once and its open
-   * subscriptions end. The escape hatch when a shutdown is rejected or expires.
+   * Lead only. Force-stops a teammate or an observer: its token is revoked at once and its
+   * open streams (Subscribe, WatchTeam) end. The escape hatch when a shutdown is rejected or expires.
    *
    * @generated from rpc team.v1.TeamService.RemoveMember
    */
@@ -926,6 +1029,28 @@ export const TeamService: GenService<{
     methodKind: "unary";
     input: typeof ListAttemptsRequestSchema;
     output: typeof ListAttemptsResponseSchema;
+  },
+  /**
+   * The lead or an observer. Streams the whole team: every envelope stored in any inbox,
+   * every request state change (created, approved, rejected, expired, canceled) and every
+   * member change (added, stopped, removed, permission mode), first what follows `cursor`,
+   * then live, with heartbeats while idle.
+   *
+   * The order agrees with every inbox's seq order, with each request's transitions and with
+   * each member's changes (a request's answer comes after its request, a message after the
+   * one before it in the same inbox). Independent events (to different inboxes, committed
+   * at the same moment) may come in a different order on another stream: the order is the
+   * order of delivery, not of TeamEvent.position. Every response carries a cursor: WatchTeam
+   * with it streams exactly what followed that response, nothing twice and nothing missed.
+   * Events older than the server's retention (RETENTION_DAYS) may be gone: a feed from an
+   * old cursor starts later, never with a gap inside what is kept.
+   *
+   * @generated from rpc team.v1.TeamService.WatchTeam
+   */
+  watchTeam: {
+    methodKind: "server_streaming";
+    input: typeof WatchTeamRequestSchema;
+    output: typeof WatchTeamResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_team_v1_team_service, 0);

@@ -2,6 +2,7 @@ import type { Interceptor } from "@connectrpc/connect";
 import { callerKey } from "../../caller.js";
 import { RuleViolationError } from "../../errors.js";
 import { noBroadcast, serverOnly } from "./addressing.js";
+import { observerReadOnly, watchLeadOrObserver } from "./observers.js";
 import { leadOnlyApproval, planToLead } from "./plan-approval.js";
 import type { Rule, RuleCall } from "./rule.js";
 import {
@@ -22,6 +23,8 @@ export type { Rule, RuleCall, Violation } from "./rule.js";
  */
 export const rules: readonly Rule[] = [
   sizeShape,
+  observerReadOnly,
+  watchLeadOrObserver,
   serverOnly,
   noBroadcast,
   leadOnlyShutdown,

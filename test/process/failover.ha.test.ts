@@ -4,8 +4,8 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Health, HealthCheckResponse_ServingStatus } from "../gen/health/v1/health_pb.js";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { Health, HealthCheckResponse_ServingStatus } from "../../gen/health/v1/health_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import {
   AUTO_FAILOVER_PACKAGE,
   autoFailoverUnavailable,
@@ -14,8 +14,8 @@ import {
   KEEPER_NETWORK_PARTITION_TIMEOUT_S,
   MONITOR_SETTINGS,
   startFormation,
-} from "./support/auto-failover.js";
-import { type Exit, repoRoot, startServer, stopServer, waitFor } from "./support/child-server.js";
+} from "../support/auto-failover.js";
+import { type Exit, repoRoot, startServer, stopServer, waitFor } from "../support/child-server.js";
 import {
   auth,
   checkLedger,
@@ -26,7 +26,7 @@ import {
   Subscriber,
   seededRandom,
   sleep,
-} from "./support/ledger.js";
+} from "../support/ledger.js";
 
 /**
  * Issue 17: the database machine dies and the service goes on, with nothing acknowledged lost.
@@ -60,7 +60,7 @@ const unavailable = autoFailoverUnavailable();
 const inCi = process.env.CI === "true";
 if (unavailable && !inCi) {
   process.stdout.write(
-    `\n*** SKIPPING test/failover.ha.test.ts (database failover): ${unavailable}.\n` +
+    `\n*** SKIPPING test/process/failover.ha.test.ts (database failover): ${unavailable}.\n` +
       `*** Install it with: apt-get install ${AUTO_FAILOVER_PACKAGE}  (mandatory under CI=true; .ci/run installs it).\n\n`,
   );
 }

@@ -1,18 +1,18 @@
 import { Code } from "@connectrpc/connect";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toConnectError } from "../server/interceptors/error-mapping.js";
-import type { Database } from "../server/store/database.js";
-import { parseDatabaseUrl } from "../server/store/database-url.js";
-import { findWritablePrimary } from "../server/store/find-primary.js";
-import { createPgDatabase } from "../server/store/pg-database.js";
-import { UncertainCommitError } from "../server/store/sql-errors.js";
-import { freePort } from "./support/child-server.js";
+import { toConnectError } from "../../server/interceptors/error-mapping.js";
+import type { Database } from "../../server/store/database.js";
+import { parseDatabaseUrl } from "../../server/store/database-url.js";
+import { findWritablePrimary } from "../../server/store/find-primary.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { UncertainCommitError } from "../../server/store/sql-errors.js";
+import { freePort } from "../support/child-server.js";
 import {
   type PrivatePostgres,
   privatePostgresUnavailable,
   startPrivatePostgres,
-} from "./support/private-postgres.js";
+} from "../support/private-postgres.js";
 
 /**
  * Finding and following the writable primary, against real servers: two PostgreSQL of this

@@ -1,12 +1,12 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createTeamClient, type TeamClient } from "../client/index.js";
-import { migrate } from "../server/store/migrate.js";
-import { createPgDatabase } from "../server/store/pg-database.js";
-import { createScratchPgDatabase } from "./support/databases.js";
-import { startTestEnv, type TestEnv, uniqueName } from "./support/harness.js";
-import { startTcpProxy, type TcpProxy } from "./support/tcp-proxy.js";
+import { createTeamClient, type TeamClient } from "../../client/index.js";
+import { migrate } from "../../server/store/migrate.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createScratchPgDatabase } from "../support/databases.js";
+import { startTestEnv, type TestEnv, uniqueName } from "../support/harness.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 
 /**
  * The client library's half of "nothing acknowledged is lost, nothing is stored twice":

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseConfig } from "../server/config.js";
-import { DatabaseUrlError, parseDatabaseUrl } from "../server/store/database-url.js";
+import { parseConfig } from "../../server/config.js";
+import { DatabaseUrlError, parseDatabaseUrl } from "../../server/store/database-url.js";
 
 /** DATABASE_URL with several hosts (libpq's form, as `pg_autoctl show uri` prints it). */
 describe("DATABASE_URL parsing", () => {

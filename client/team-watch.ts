@@ -1,0 +1,141 @@
+import { type Client, Code } from "@connectrpc/connect";
+import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
+import type { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { type BackoffOptions, createBackoff, sleep } from "./backoff.js";
+import { TeamError } from "./team-error.js";
+
+export interface TeamWatchOptions {
+  /** Resume after this cursor (a previous watch's `cursor`). Unset: the whole kept feed. */
+  cursor?: string;
+  /** With no cursor: only what happens from now on. */
+  fromNow?: boolean;
+  /** Ends the iteration: the loop exits normally. */
+  signal?: AbortSignal;
+  /** Delays between reconnects. */
+  backoff?: BackoffOptions;
+  /**
+   * With no event or heartbeat for this long, the connection is presumed dead and replaced.
+   * Default 45 s: three of the server's default heartbeats.
+   */
+  idleTimeoutMs?: number;
+  /** Told when the stream opens, delivers its first response, or breaks. */
+  onStatus?: (status: TeamWatchStatus) => void;
+}
+
+export type TeamWatchStatus =
+  | { state: "connecting"; cursor: string | undefined }
+  | { state: "connected" }
+  | { state: "disconnected"; error: TeamError | undefined; retryInMs: number };
+
+/**
+ * The whole team's feed (WatchTeam; the lead's or an observer's token) as an async iterator
+ * that survives broken streams and server restarts: it reconnects with backoff and resumes
+ * from the last cursor the server gave (an event's or a heartbeat's), which the server
+ * answers with exactly what followed, so each event reaches the loop once.
+ *
+ *     for await (const event of team.watch()) { ... }
+ */
+export interface TeamWatch extends AsyncIterable<TeamEvent> {
+  /** Where to resume: the cursor of the last event handed out (or of a later heartbeat). */
+  readonly cursor: string | undefined;
+  /** How many times a stream was opened (1 + reconnects). */
+  readonly connects: number;
+  /** Ends the iteration. */
+  close(): void;
+}
+
+// As for the inbox: worth another try, or a refusal that retrying cannot fix (a teammate's
+// token, a revoked one, a forged cursor), which ends the iteration with the error.
+const RETRYABLE = new Set([
+  Code.Unavailable,
+  Code.Internal,
+  Code.Unknown,
+  Code.DeadlineExceeded,
+  Code.Aborted,
+  Code.ResourceExhausted,
+  Code.Canceled,
+]);
+
+export function createTeamWatch(
+  rpc: Client<typeof TeamService>,
+  options: TeamWatchOptions = {},
+): TeamWatch {
+  const idleTimeoutMs = options.idleTimeoutMs ?? 45_000;
+  const report = options.onStatus ?? (() => {});
+  const closed = new AbortController();
+  const onAbort = () => closed.abort();
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  if (options.signal?.aborted) closed.abort();
+  const backoff = createBackoff(options.backoff);
+  let cursor = options.cursor;
+  let connects = 0;
+  let iterating = false;
+
+  /** One stream: yields events until it ends, or breaks (then `onBreak` has why). */
+  async function* stream(onBreak: (err: unknown) => void): AsyncGenerator<TeamEvent> {
+    const attempt = new AbortController();
+    const stop = () => attempt.abort();
+    closed.signal.addEventListener("abort", stop, { once: true });
+    connects++;
+    report({ state: "connecting", cursor });
+    const request = cursor === undefined ? { fromNow: options.fromNow ?? false } : { cursor };
+    const responses = rpc.watchTeam(request, { signal: attempt.signal })[Symbol.asyncIterator]();
+    let first = true;
+    try {
+      for (;;) {
+        const timer = setTimeout(stop, idleTimeoutMs);
+        const next = await responses.next().finally(() => clearTimeout(timer));
+        if (next.done) return;
+        if (first) {
+          first = false;
+          backoff.reset();
+          report({ state: "connected" });
+        }
+        // Every response moves the cursor, a heartbeat too: a reconnect starts from there.
+        cursor = next.value.cursor;
+        if (next.value.kind.case === "event") yield next.value.kind.value;
+      }
+    } catch (err) {
+      onBreak(err);
+    } finally {
+      closed.signal.removeEventListener("abort", stop);
+      attempt.abort();
+    }
+  }
+
+  async function* events(): AsyncGenerator<TeamEvent> {
+    try {
+      while (!closed.signal.aborted) {
+        let broke: unknown;
+        for await (const event of stream((err) => (broke = err))) {
+          yield event;
+          if (closed.signal.aborted) return;
+        }
+        if (closed.signal.aborted) return;
+        // A clean end is a server stopping gracefully: reconnect as after a break.
+        const error = broke === undefined ? undefined : TeamError.fromError(broke);
+        if (error && !RETRYABLE.has(error.code)) throw error;
+        const retryInMs = backoff.next();
+        report({ state: "disconnected", error, retryInMs });
+        await sleep(retryInMs, closed.signal);
+      }
+    } finally {
+      options.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  return {
+    [Symbol.asyncIterator]() {
+      if (iterating) throw new Error("a team watch can be iterated once; create another one");
+      iterating = true;
+      return events();
+    },
+    get cursor() {
+      return cursor;
+    },
+    get connects() {
+      return connects;
+    },
+    close: () => closed.abort(),
+  };
+}

@@ -1,0 +1,233 @@
+import type { Queryable } from "./database.js";
+import type { MemberRole, MemberStatus, PermissionMode } from "./members.js";
+import type { RequestKind, RequestStatus } from "./requests.js";
+
+/**
+ * The team feed (WatchTeam): the events of one team that became visible between two database
+ * snapshots, in position order. docs/watch.md says why this order agrees with every inbox,
+ * request and member, and why reading by snapshot difference never skips an event.
+ */
+
+export type MemberChange = "added" | "stopped" | "removed" | "permission_mode";
+
+export type FeedEvent = { position: bigint; at: Date } & (
+  | {
+      source: "envelope";
+      recipient: string;
+      seq: bigint;
+      fromName: string;
+      toName: string;
+      requestId: string;
+      messageId: string;
+      body: Uint8Array;
+    }
+  | {
+      source: "request";
+      request: {
+        id: string;
+        kind: RequestKind;
+        fromName: string;
+        toName: string;
+        /** The status this event moved the request to. */
+        status: RequestStatus;
+        requestBody: Uint8Array;
+        /** Set on a final event that was an answer. */
+        responseBody: Uint8Array | null;
+        createdAt: Date;
+        expiresAt: Date;
+      };
+    }
+  | {
+      source: "member";
+      change: MemberChange;
+      member: {
+        name: string;
+        role: MemberRole;
+        status: MemberStatus;
+        permissionMode: PermissionMode;
+        createdAt: Date;
+      };
+    }
+);
+
+export interface FeedWindow {
+  /** Events visible in this snapshot were delivered before. */
+  since: string;
+  /** The window's other end; unset: a new window up to the current snapshot. */
+  upto?: string | undefined;
+  /** Within a window being continued: only events after this position. */
+  after?: bigint | undefined;
+}
+
+export interface FeedPage {
+  events: FeedEvent[];
+  /** The snapshot the window ends at (the one passed in, or the one this read took). */
+  upto: string;
+  /** The window holds more events than this page (by count or bytes): read on at once. */
+  more: boolean;
+}
+
+interface FeedSqlRow {
+  upto: string;
+  fetched: bigint | null;
+  source: "envelope" | "request" | "member" | null;
+  position: bigint | null;
+  recipient: string | null;
+  seq: bigint | null;
+  from_name: string | null;
+  to_name: string | null;
+  message_request_id: string | null;
+  message_id: string | null;
+  body: Uint8Array | null;
+  sent_at: Date | null;
+  request_id: string | null;
+  request_kind: RequestKind | null;
+  request_from: string | null;
+  request_to: string | null;
+  request_status: RequestStatus | null;
+  request_body: Uint8Array | null;
+  response_body: Uint8Array | null;
+  request_created_at: Date | null;
+  request_at: Date | null;
+  expires_at: Date | null;
+  change: MemberChange | null;
+  member_name: string | null;
+  role: MemberRole | null;
+  member_status: MemberStatus | null;
+  permission_mode: PermissionMode | null;
+  member_created_at: Date | null;
+  member_at: Date | null;
+}
+
+// The window's end: the snapshot the cursor names, or this statement's own snapshot (the one
+// its reads see, so "visible in upto" and "readable now" are the same set).
+const UPTO = "coalesce($3::pg_snapshot, pg_current_snapshot())";
+
+// One source's events in the window, first `limit` by position. The range on feed_xid is what
+// the (team_id, feed_xid) index finds: nothing older than since's xmin can be new, nothing from
+// upto's xmax on can be in it.
+const windowOf = (table: string, columns: string) => `
+  (SELECT ${columns} FROM ${table} e
+   WHERE e.team_id = $1
+     AND e.feed_xid >= pg_snapshot_xmin($2::pg_snapshot)
+     AND e.feed_xid < pg_snapshot_xmax(${UPTO})
+     AND e.feed_position > $4
+     AND pg_visible_in_snapshot(e.feed_xid, ${UPTO})
+     AND NOT pg_visible_in_snapshot(e.feed_xid, $2::pg_snapshot)
+   ORDER BY e.feed_position LIMIT $5)`;
+
+/**
+ * One page of a team's feed window: at most `limit` events, and no more once `maxBytes` of
+ * bodies are reached (the first event always comes), so a read holds bounded memory.
+ */
+export async function readTeamFeed(
+  db: Queryable,
+  teamId: number,
+  window: FeedWindow,
+  limit: number,
+  maxBytes: number,
+): Promise<FeedPage> {
+  const rows = await db.query<FeedSqlRow>(
+    `WITH picked AS (
+       SELECT * FROM (
+         ${windowOf("messages", "'envelope' AS source, e.feed_position AS position, e.recipient_id AS member_id, e.seq")}
+         UNION ALL
+         ${windowOf("request_events", "'request', e.feed_position, NULL::int, NULL::bigint")}
+         UNION ALL
+         ${windowOf("member_events", "'member', e.feed_position, NULL::int, NULL::bigint")}
+       ) u
+       ORDER BY position LIMIT $5
+     ),
+     detailed AS (
+       SELECT p.source, p.position, rcp.name AS recipient, m.seq, m.from_name, m.to_name,
+              m.request_id AS message_request_id, m.message_id, m.body, m.sent_at,
+              r.id AS request_id, r.kind AS request_kind, rf.name AS request_from,
+              rt.name AS request_to, re.status AS request_status, r.request_body,
+              CASE WHEN re.status = 'pending' THEN NULL ELSE r.response_body END AS response_body,
+              r.created_at AS request_created_at, re.at AS request_at, r.expires_at,
+              me.change, mm.name AS member_name, me.role, me.status AS member_status,
+              me.permission_mode, mm.created_at AS member_created_at, me.at AS member_at,
+              coalesce(octet_length(m.body), 0) + coalesce(octet_length(r.request_body), 0)
+                + coalesce(octet_length(r.response_body), 0) AS size
+       FROM picked p
+       LEFT JOIN messages m ON p.source = 'envelope' AND m.recipient_id = p.member_id AND m.seq = p.seq
+       LEFT JOIN members rcp ON rcp.id = m.recipient_id
+       LEFT JOIN request_events re ON p.source = 'request' AND re.feed_position = p.position
+       LEFT JOIN requests r ON r.id = re.request_id
+       LEFT JOIN members rf ON rf.id = r.from_id
+       LEFT JOIN members rt ON rt.id = r.to_id
+       LEFT JOIN member_events me ON p.source = 'member' AND me.feed_position = p.position
+       LEFT JOIN members mm ON mm.id = me.member_id
+     ),
+     page AS (
+       SELECT *, sum(size) OVER (ORDER BY position) - size AS before, count(*) OVER () AS fetched
+       FROM detailed
+     )
+     SELECT s.upto, page.* FROM (SELECT ${UPTO}::text AS upto) s
+     LEFT JOIN page ON page.before < $6
+     ORDER BY page.position`,
+    [teamId, window.since, window.upto ?? null, window.after ?? 0n, limit, maxBytes],
+  );
+  const upto = rows[0]?.upto ?? window.upto ?? window.since;
+  const events = rows.filter((r) => r.position !== null).map(toFeedEvent);
+  const fetched = Number(rows[0]?.fetched ?? 0);
+  return { events, upto, more: fetched === limit || fetched > events.length };
+}
+
+/** The current snapshot: a feed from it skips everything already stored (from_now). */
+export async function currentSnapshot(db: Queryable): Promise<string> {
+  const [row] = await db.query<{ snapshot: string }>(
+    "SELECT pg_current_snapshot()::text AS snapshot",
+  );
+  if (!row) throw new Error("pg_current_snapshot() returned no row");
+  return row.snapshot;
+}
+
+function toFeedEvent(r: FeedSqlRow): FeedEvent {
+  const position = r.position as bigint;
+  if (r.source === "envelope") {
+    return {
+      source: "envelope",
+      position,
+      at: r.sent_at as Date,
+      recipient: r.recipient ?? "",
+      seq: r.seq as bigint,
+      fromName: r.from_name ?? "",
+      toName: r.to_name ?? "",
+      requestId: r.message_request_id ?? "",
+      messageId: r.message_id ?? "",
+      body: r.body as Uint8Array,
+    };
+  }
+  if (r.source === "request") {
+    return {
+      source: "request",
+      position,
+      at: r.request_at as Date,
+      request: {
+        id: r.request_id as string,
+        kind: r.request_kind as RequestKind,
+        fromName: r.request_from ?? "",
+        toName: r.request_to ?? "",
+        status: r.request_status as RequestStatus,
+        requestBody: r.request_body as Uint8Array,
+        responseBody: r.response_body,
+        createdAt: r.request_created_at as Date,
+        expiresAt: r.expires_at as Date,
+      },
+    };
+  }
+  return {
+    source: "member",
+    position,
+    at: r.member_at as Date,
+    change: r.change as MemberChange,
+    member: {
+      name: r.member_name ?? "",
+      role: r.role as MemberRole,
+      status: r.member_status as MemberStatus,
+      permissionMode: r.permission_mode as PermissionMode,
+      createdAt: r.member_created_at as Date,
+    },
+  };
+}
