@@ -38,6 +38,7 @@ import { runFanout } from "./scenarios/fanout.js";
 import { runLatency } from "./scenarios/latency.js";
 import { runMemory } from "./scenarios/memory.js";
 import { runProtocol } from "./scenarios/protocol.js";
+import { runStalled, STALLED_VARIANTS, type StalledRun } from "./scenarios/stalled.js";
 import { runThroughput } from "./scenarios/throughput.js";
 import { type BenchServer, startBenchServer } from "./server-process.js";
 
@@ -127,12 +128,19 @@ async function startServer(
   workDir: string,
   label: string,
   cleanups: Cleanups,
-  options: { probe?: boolean; cpuProfileDir?: string | undefined } = {},
+  options: {
+    probe?: boolean;
+    cpuProfileDir?: string | undefined;
+    /** Settings of this server besides the database (limits a scenario raises). */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<BenchServer> {
-  const env: Record<string, string> =
-    target.kind === "postgres"
+  const env: Record<string, string> = {
+    ...options.env,
+    ...(target.kind === "postgres"
       ? { DATABASE_URL: target.url }
-      : { DATA_DIR: join(workDir, `server-${label}`, "data") };
+      : { DATA_DIR: join(workDir, `server-${label.replace(/[^a-z0-9]+/g, "-")}`, "data") }),
+  };
   const server = await startBenchServer(env, options);
   cleanups.add(`stop the ${label} server`, () => server.stop());
   log(`server (${label}) at ${server.url}, pid ${server.pid}`);
@@ -176,6 +184,7 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     fanout: { status: "skipped" },
     protocol: { status: "skipped" },
     memory: { status: "skipped" },
+    stalled: { status: "skipped" },
   };
 
   const context = (server: BenchServer, signal: AbortSignal): ScenarioContext => ({
@@ -222,6 +231,35 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
       runMemory(context(server, signal), server),
     );
     await server.stop();
+  }
+
+  if (options.only.has("stalled")) {
+    // A fresh server per variant: what one variant's streams grew must not count in the next.
+    scenarios.stalled = await runScenario(
+      "stalled",
+      options,
+      profile.stalled.budgetMs,
+      async (signal) => {
+        const runs: StalledRun[] = [];
+        const p = profile.stalled;
+        for (const variant of STALLED_VARIANTS(p.streams, p.connections)) {
+          const server = await startServer(target, workDir, `stalled ${variant.label}`, cleanups, {
+            probe: true,
+            env: variant.env,
+          });
+          runs.push(await runStalled(p, server, variant, runId, log, signal));
+          if (Object.keys(variant.env).length > 0) {
+            // Once more on the same server, its first streams closed: what the second
+            // round adds is what stalled streams hold, without what a fresh process pays
+            // once (heap growth, compiled code, the allocator's first arenas).
+            const again = { ...variant, label: `${variant.label}, second round` };
+            runs.push(await runStalled(p, server, again, runId, log, signal));
+          }
+          await server.stop();
+        }
+        return { runs };
+      },
+    );
   }
 
   // The child runs with the server's defaults (the bench clears its variables): report them.

@@ -3,6 +3,8 @@
  * with tiny counts (the whole run well under a minute) so CI keeps the bench working.
  * Every scenario has a count bound here and a time budget (budgetMs) it cannot exceed.
  */
+import type { StalledProfile } from "./scenarios/stalled.js";
+
 export interface Profile {
   name: "full" | "smoke";
   /** Concurrent senders (throughput) and connections (baseline loops), the same set. */
@@ -54,6 +56,8 @@ export interface Profile {
     settleMs: number;
     budgetMs: number;
   };
+  /** Stalled Subscribe streams of one member over a large backlog (issue #15 item 1). */
+  stalled: StalledProfile;
   baseline: {
     warmupSec: number;
     measureSec: number;
@@ -97,6 +101,15 @@ export const FULL: Profile = {
     settleMs: 3_000,
     budgetMs: 420_000,
   },
+  // As found in issue #15: 2,000 streams over two connections, a 2.4 MB backlog (300 x 8 KiB).
+  stalled: {
+    streams: 2_000,
+    connections: 2,
+    backlogMessages: 300,
+    messageBytes: 8 * 1024,
+    settleMs: 3_000,
+    budgetMs: 300_000,
+  },
   baseline: { warmupSec: 1, measureSec: 5, batchRows: 1_000, batchRepeats: 7, budgetMs: 120_000 },
 };
 
@@ -131,6 +144,14 @@ export const SMOKE: Profile = {
     openChunk: 100,
     settleMs: 200,
     budgetMs: 30_000,
+  },
+  stalled: {
+    streams: 40,
+    connections: 2,
+    backlogMessages: 40,
+    messageBytes: 8 * 1024,
+    settleMs: 200,
+    budgetMs: 60_000,
   },
   baseline: {
     warmupSec: 0.1,

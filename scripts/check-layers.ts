@@ -3,7 +3,8 @@
  * Run by `npm run lint` and CI; exits 1 and lists every upward import.
  *
  * Rooms, lowest first (the order follows the code: each room uses only those before it):
- *   domain     limits, names, message kinds, enum words (plus errors, logger, tokens)
+ *   domain     limits, names, message kinds, enum words (plus errors, logger, tokens, and
+ *              metrics/: the Prometheus instruments, cross-cutting like the logger)
  *   store      SQL and transactions, and the batchers that group their round trips
  *   inbox      in-process fan-out and wake-ups (hub, cluster bus, request waiters), caller
  *   protocols  per-protocol send plans, lifecycle, expiry
@@ -50,6 +51,7 @@ const rootFiles: Record<string, Room> = {
 
 /** Folders under server/ that are not a room of their own name. */
 const folderRooms: Record<string, Room> = {
+  metrics: "domain",
   health: "services",
   jobs: "services",
   mcp: "services",

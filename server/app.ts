@@ -21,15 +21,19 @@ import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
+import { metricsInterceptor } from "./interceptors/metrics-interceptor.js";
 import { rulesInterceptor } from "./interceptors/rules/table.js";
 import { type SendRateOptions, sendRateInterceptor } from "./interceptors/send-rate.js";
 import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
 import type { Logger } from "./logger.js";
 import { createMcpEndpoint, MCP_PATH } from "./mcp/mcp-endpoint.js";
+import { createMetrics, type Metrics } from "./metrics/metrics.js";
+import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
 import { serveReflection } from "./reflection/server-reflection.js";
 import type { Database } from "./store/database.js";
+import { inboxBacklog, requestsByStatus } from "./store/metrics-queries.js";
 import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.js";
 
 /** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
@@ -72,6 +76,10 @@ export interface AppOptions {
   maxSubscriptionsPerMember?: number;
   /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
   grpcSubscribeFastPath?: boolean;
+  /** When set, GET /metrics needs it as a bearer token; unset, /metrics is open like health. */
+  metricsToken?: string | undefined;
+  /** Database pings behind health (defaults: every 2 s, a ping slower than 1 s fails). */
+  health?: { pingIntervalMs?: number; pingTimeoutMs?: number };
 }
 
 export interface App {
@@ -100,6 +108,8 @@ export interface App {
   readonly retention: RetentionJob;
   /** grpc.health.v1 status (NOT_SERVING once beginStop() was called). */
   readonly health: HealthMonitor;
+  /** The Prometheus instruments (GET /metrics); give them to the HTTP server too. */
+  readonly metrics: Metrics;
   /**
    * A graceful stop begins: health turns NOT_SERVING and waiting AwaitRequest calls answer
    * at once with the record as it stands (still pending), instead of holding the stop.
@@ -132,6 +142,14 @@ export function createApp(options: AppOptions): App {
     onMissedEvents: () => callers.clear(),
   });
   const { hub, waiters, teams } = bus;
+  const metrics = createMetrics();
+  metrics.setSources({
+    subscriptions: () => hub.size,
+    backlog: () => inboxBacklog(db),
+    requests: () => requestsByStatus(db),
+    pool: () => db.connections(),
+    onScrapeError: (err) => logger.warn({ event: "metrics_query_failed", err }, "scrape query"),
+  });
   const deps = { db, hub, waiters, teams };
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
   const maxPerMember = options.maxSubscriptionsPerMember ?? 16;
@@ -141,6 +159,7 @@ export function createApp(options: AppOptions): App {
     hub,
     heartbeatIntervalMs,
     maxPerMember,
+    metrics,
   });
   const impl = {
     ...membershipHandlers(deps),
@@ -164,12 +183,19 @@ export function createApp(options: AppOptions): App {
     logger,
     ...(options.retention ?? { days: 30, journalDays: 30, intervalMs: 3_600_000 }),
   });
-  const health = createHealthMonitor({ db, logger, services: [TeamService.typeName] });
+  const health = createHealthMonitor({
+    db,
+    logger,
+    services: [TeamService.typeName],
+    ...options.health,
+  });
   // Made once: routes() runs for every router that mounts the service (connect-node's, and
   // /mcp's in-process one per request), and state such as the send-rate buckets must be
   // the same for all of them — a limiter per router let /mcp send without limit.
   const interceptors = [
-    // Outermost first: errors of every later step are mapped; rules see the caller.
+    // Outermost first: metrics see every call's end as the client does (mapped errors).
+    metricsInterceptor(metrics),
+    // Errors of every later step are mapped; rules see the caller.
     errorMappingInterceptor(logger),
     authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
     // Before the journal: a flood of refused sends must not become journal lines.
@@ -185,6 +211,7 @@ export function createApp(options: AppOptions): App {
     sweeper,
     retention,
     health,
+    metrics,
     ready: bus.ready,
     beginStop() {
       health.shutdown();
@@ -210,12 +237,15 @@ export function createApp(options: AppOptions): App {
         readMaxBytes: READ_MAX_BYTES,
         logger,
       });
+      const scrape = createMetricsEndpoint(metrics, options.metricsToken);
       return createConnectAdapter({
         routes: (router) => app.routes(router),
         readMaxBytes: READ_MAX_BYTES,
         contextValues: contextValuesFor,
         fallback: (req, res) => {
-          if (req.url?.split("?")[0] === MCP_PATH) return mcp(req, res);
+          const path = req.url?.split("?")[0];
+          if (path === MCP_PATH) return mcp(req, res);
+          if (path === METRICS_PATH) return scrape(req, res);
           res.writeHead(404);
           res.end();
         },
@@ -224,7 +254,7 @@ export function createApp(options: AppOptions): App {
     },
     rawStreams() {
       if (options.grpcSubscribeFastPath === false) return undefined;
-      const fast = { db, cache: callers, touch, deliveries, logger };
+      const fast = { db, cache: callers, touch, deliveries, logger, metrics };
       return {
         accepts: isGrpcSubscribe,
         serve: (stream, headers, cut) => {

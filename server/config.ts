@@ -10,6 +10,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   adminToken: string | undefined;
+  /** When set, GET /metrics needs it as a bearer token (environment only, like adminToken). */
+  metricsToken: string | undefined;
   heartbeatIntervalMs: number;
   shutdownTtlMs: number;
   planApprovalTtlMs: number;
@@ -63,10 +65,11 @@ const databaseUrl = (value: string) => {
 };
 
 const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
+const METRICS_TOKEN_ENV = "METRICS_TOKEN";
 
 /**
  * Configuration from flags, then environment variables, then defaults (commander).
- * The admin token is read from the environment only, so it never shows in `ps`.
+ * The admin and metrics tokens are read from the environment only, so they never show in `ps`.
  */
 export function parseConfig(
   argv: string[],
@@ -92,7 +95,7 @@ export function parseConfig(
  */
 export function configEnvNames(): string[] {
   const fromOptions = createProgram().options.flatMap((o) => (o.envVar ? [o.envVar] : []));
-  return [...fromOptions, ADMIN_TOKEN_ENV];
+  return [...fromOptions, ADMIN_TOKEN_ENV, METRICS_TOKEN_ENV];
 }
 
 function createProgram(name = "team-protocols"): Command {
@@ -291,6 +294,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     databaseUrl: o.databaseUrl || undefined,
     dataDir: o.dataDir,
     adminToken: env[ADMIN_TOKEN_ENV] || undefined,
+    metricsToken: env[METRICS_TOKEN_ENV] || undefined,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     shutdownTtlMs: o.shutdownTtlMs,
     planApprovalTtlMs: o.planApprovalTtlMs,

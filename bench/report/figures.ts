@@ -9,6 +9,8 @@ export const TARGETS = {
   sendsPerSecAt64: 10_000,
   fanoutLastMs: 100,
   kbPerIdleStream: 20,
+  /** 2,000 stalled streams of one member (the per-member cap raised to let them in). */
+  stalledRssGrowthMiB: 100,
 } as const;
 
 const ok = <T>(o: { status: string; result?: T }): T | undefined =>
@@ -38,6 +40,7 @@ export function buildFigures(s: Scenarios): Figure[] {
     ...fanoutFigures(s, base),
     ...protocolFigures(s, base),
     ...memoryFigures(s),
+    ...stalledFigures(s),
   ];
 }
 
@@ -260,6 +263,44 @@ function memoryFigures(s: Scenarios): Figure[] {
         `${(level.rssAfterGcBytes / 2 ** 20).toFixed(0)} MiB; ${result.connections} connections` +
         marginal,
     };
+  });
+}
+
+function stalledFigures(s: Scenarios): Figure[] {
+  const result = ok(s.stalled);
+  if (!result) return [];
+  const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
+  return result.runs.flatMap((run): Figure[] => {
+    const what = `${run.streams.toLocaleString("en-US")} stalled streams, one token (${run.label})`;
+    const caps = Object.entries(run.env)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(", ");
+    const raised = Object.keys(run.env).length > 0;
+    const target = { op: "<=", value: TARGETS.stalledRssGrowthMiB } as const;
+    const growth = mib(run.rssGrowthBytes);
+    return [
+      {
+        scenario: "stalled",
+        figure: `${what}: RSS growth`,
+        value: growth,
+        unit: "MiB",
+        ...(raised ? { target, met: met(growth, target) } : {}),
+        note:
+          `${run.held} held, ${run.refusedByMemberCap} refused by the member cap` +
+          (caps ? ` (${caps})` : "") +
+          `; after GC +${mib(run.rssAfterGcGrowthBytes)} MiB; backlog ` +
+          `${(run.backlogBytes / 1e6).toFixed(1)} MB over ${run.connections} connections; ` +
+          `${run.pagesRead} pages read, ${run.pageBytesHeld} page bytes held; ` +
+          `another member's ListMembers ${run.otherMemberCallMs} ms`,
+      },
+      {
+        scenario: "stalled",
+        figure: `${what}: refused by the per-member cap`,
+        value: run.refusedByMemberCap,
+        unit: "streams",
+        note: `${run.endedOtherwise} ended otherwise (reset or refused by HTTP/2)`,
+      },
+    ];
   });
 }
 

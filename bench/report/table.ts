@@ -10,6 +10,10 @@ function formatValue(value: number | null, unit: Figure["unit"]): string {
       return `${num(value, value < 10 ? 2 : 1)} ms`;
     case "KB/stream":
       return `${num(value, 1)} KB`;
+    case "MiB":
+      return `${num(value, 1)} MiB`;
+    case "streams":
+      return `${num(value, 0)} streams`;
     default:
       return `${num(value, 0)}/s`;
   }

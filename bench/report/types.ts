@@ -5,6 +5,7 @@ import type { FanoutResult } from "../scenarios/fanout.js";
 import type { LatencyResult } from "../scenarios/latency.js";
 import type { MemoryResult } from "../scenarios/memory.js";
 import type { ProtocolResult } from "../scenarios/protocol.js";
+import type { StalledResult } from "../scenarios/stalled.js";
 import type { ThroughputResult } from "../scenarios/throughput.js";
 
 /** How one scenario ended. A failed scenario does not stop the others. */
@@ -20,6 +21,7 @@ export interface Scenarios {
   fanout: Outcome<FanoutResult>;
   protocol: Outcome<ProtocolResult>;
   memory: Outcome<MemoryResult>;
+  stalled: Outcome<StalledResult>;
 }
 
 export const SCENARIO_NAMES = [
@@ -29,6 +31,7 @@ export const SCENARIO_NAMES = [
   "fanout",
   "protocol",
   "memory",
+  "stalled",
 ] as const satisfies readonly (keyof Scenarios)[];
 
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
@@ -45,7 +48,7 @@ export interface Figure {
   scenario: ScenarioName;
   figure: string;
   value: number | null;
-  unit: "ms" | "sends/s" | "calls/s" | "commits/s" | "KB/stream";
+  unit: "ms" | "sends/s" | "calls/s" | "commits/s" | "KB/stream" | "MiB" | "streams";
   target?: { op: "<=" | ">="; value: number };
   /** Whether the target is met; absent when the figure has no target. */
   met?: boolean;

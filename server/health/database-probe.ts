@@ -1,10 +1,14 @@
 import type { Database } from "../store/database.js";
+import { startLoopFreeDeadline } from "./loop-free-deadline.js";
 
 export interface DatabaseProbeOptions {
   db: Pick<Database, "ping">;
   /** Time between background pings. */
   intervalMs: number;
-  /** A ping that has not answered after this long counts as a failure. */
+  /**
+   * A ping that has not answered after this long counts as a failure; time in which our own
+   * event loop was blocked is not counted (loop-free-deadline.ts).
+   */
   timeoutMs: number;
   /** Called when reachability flips (not on every ping); `error` is the failed ping's. */
   onChange(reachable: boolean, error?: unknown): void;
@@ -47,14 +51,12 @@ export function startDatabaseProbe(options: DatabaseProbeOptions): DatabaseProbe
         inFlight = undefined;
       });
     }
-    let deadline: NodeJS.Timeout | undefined;
+    const deadline = startLoopFreeDeadline(timeoutMs);
     const answered = await Promise.race([
       inFlight.then(() => true),
-      new Promise<false>((resolve) => {
-        deadline = setTimeout(() => resolve(false), timeoutMs);
-      }),
+      deadline.expired.then(() => false),
     ]);
-    clearTimeout(deadline);
+    deadline.cancel();
     if (!answered) record(false, new Error(`database did not answer a ping in ${timeoutMs} ms`));
     return reachable;
   };

@@ -2,6 +2,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics/metrics.js";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
 import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
 import { guardSlowConsumer, guardSlowStream } from "./slow-consumer-guard.js";
@@ -44,6 +45,8 @@ export interface ServerOptions {
   requestTimeoutMs?: number;
   /** Concurrent streams a client may open on one HTTP/2 connection (SETTINGS). Default 256. */
   maxStreamsPerConnection?: number;
+  /** Counts connections by HTTP version and open HTTP/2 streams (App.metrics). */
+  metrics?: Pick<Metrics, "connectionOpened" | "streamOpened"> | undefined;
 }
 
 export interface RunningServer {
@@ -155,6 +158,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       raw.serve(stream, headers, guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])));
     });
   }
+  const metrics = options.metrics;
+  // After the listeners above (the first 'stream' listener is Node's compatibility one).
+  if (metrics) h2.on("stream", (stream) => stream.once("close", metrics.streamOpened()));
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
@@ -180,6 +186,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     socket.once("close", () => clearTimeout(sniffing));
     routeBySniffing(socket, (isH2) => {
       clearTimeout(sniffing);
+      if (metrics) socket.once("close", metrics.connectionOpened(isH2 ? "2" : "1.1"));
       (isH2 ? h2 : h1).emit("connection", socket);
     });
   });

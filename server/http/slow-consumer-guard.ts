@@ -1,6 +1,11 @@
 import type http from "node:http";
 import http2 from "node:http2";
 import { createContextKey, createContextValues } from "@connectrpc/connect";
+import {
+  createWritePressure,
+  type WritePressureSource,
+  writePressureKey,
+} from "./write-pressure.js";
 
 type Request = http.IncomingMessage | http2.Http2ServerRequest;
 type Response = http.ServerResponse | http2.Http2ServerResponse;
@@ -8,15 +13,20 @@ type Response = http.ServerResponse | http2.Http2ServerResponse;
 // One signal per request, aborted when its response is cut; handlers see it as a context
 // value (connect-adapter.ts's contextValues option reads it from here).
 const cutSignals = new WeakMap<Request, AbortSignal>();
+// And the response's write pressure (write-pressure.ts), seen by the same wrapper of write().
+const pressures = new WeakMap<Request, WritePressureSource>();
 
 /** Aborted when the server cut the call's response because its client stopped reading. */
 export const responseCutKey = createContextKey<AbortSignal | undefined>(undefined, {
   description: "aborted when a slow consumer's response is cut",
 });
 
-/** The adapter's `contextValues` (connect-adapter.ts): hands the request's cut signal to handlers. */
+/** The adapter's `contextValues` (connect-adapter.ts): hands the request's cut signal and write
+ * pressure to handlers. */
 export function contextValuesFor(req: Request) {
-  return createContextValues().set(responseCutKey, cutSignals.get(req));
+  return createContextValues()
+    .set(responseCutKey, cutSignals.get(req))
+    .set(writePressureKey, pressures.get(req));
 }
 
 /**
@@ -42,7 +52,9 @@ export function guardSlowConsumer(
       res.socket?.destroy();
     }
   };
-  cutSignals.set(req, guardWrites(res, limitMs, reset, onCut));
+  const pressure = createWritePressure();
+  pressures.set(req, pressure);
+  cutSignals.set(req, guardWrites(res, limitMs, reset, onCut, pressure));
 }
 
 /** The same guard for an HTTP/2 stream served without Node's compatibility objects. */
@@ -65,6 +77,7 @@ function guardWrites(
   limitMs: number,
   reset: () => void,
   onCut: (stalledMs: number) => void,
+  pressure?: WritePressureSource,
 ): AbortSignal {
   const cutController = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -101,6 +114,7 @@ function guardWrites(
     // false: the buffer is full (over HTTP/2 also when the client's flow-control window
     // is used up) and the writer now waits for 'drain'.
     if (!flushed && !closed && !out.destroyed) {
+      pressure?.blocked();
       if (timer === undefined) {
         since = Date.now();
         timer = setTimeout(check, limitMs);

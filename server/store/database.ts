@@ -37,6 +37,11 @@ export interface Database extends Queryable {
   listen?(channel: string, handlers: ListenHandlers): Promise<Listener>;
   /** Runs a cheap statement to check the database answers. */
   ping(): Promise<void>;
+  /**
+   * Connections now: in the pool, idle, and callers waiting for one (pg's Pool counts; the
+   * embedded database is one backend, busy while a statement of ours runs).
+   */
+  connections(): { total: number; idle: number; waiting: number };
   /** Closes every connection; waits for running statements. */
   close(): Promise<void>;
 }

@@ -76,27 +76,40 @@ export async function openEmbeddedDatabase(
     throw err;
   }
 
+  // Statements and transactions of ours running or queued on the one backend (/metrics).
+  let busy = 0;
+  const counted = async <T>(work: () => Promise<T>): Promise<T> => {
+    busy++;
+    try {
+      return await work();
+    } finally {
+      busy--;
+    }
+  };
   return {
     kind: "embedded",
-    async query<R extends object>(sql: string, params?: unknown[]) {
-      return (await db.query<R>(sql, params)).rows;
+    query<R extends object>(sql: string, params?: unknown[]) {
+      return counted(async () => (await db.query<R>(sql, params)).rows);
     },
     transaction<T>(fn: (tx: StoreTransaction) => Promise<T>) {
-      return db.transaction((tx: Transaction) =>
-        fn({
-          async query<R extends object>(sql: string, params?: unknown[]) {
-            return (await tx.query<R>(sql, params)).rows;
-          },
-          // PGlite's exec sends the text as one simple query: several statements at once.
-          async exec(script: string) {
-            await tx.exec(script);
-          },
-        }),
+      return counted(() =>
+        db.transaction((tx: Transaction) =>
+          fn({
+            async query<R extends object>(sql: string, params?: unknown[]) {
+              return (await tx.query<R>(sql, params)).rows;
+            },
+            // PGlite's exec sends the text as one simple query: several statements at once.
+            async exec(script: string) {
+              await tx.exec(script);
+            },
+          }),
+        ),
       );
     },
     async ping() {
       await db.query("SELECT 1");
     },
+    connections: () => ({ total: 1, idle: busy === 0 ? 1 : 0, waiting: Math.max(0, busy - 1) }),
     dumpDataDir: () => db.dumpDataDir("none"),
     async close() {
       await db.close();

@@ -256,6 +256,7 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
         { fresh: true },
       );
     },
+    connections: () => primary.connections(),
     async close() {
       await primary.close();
     },

@@ -44,6 +44,8 @@ export interface PrimaryPool {
   lost(connection: PrimaryConnection, error: unknown): void;
   /** Calls `fn` whenever a primary other than the last one is found. Returns an unsubscribe. */
   onSwitch(fn: (host: DatabaseHost) => void): () => void;
+  /** The current primary's pool counts (all 0 while none is known), for /metrics. */
+  connections(): { total: number; idle: number; waiting: number };
   /** Ends every pool, waiting for statements in flight. */
   close(): Promise<void>;
 }
@@ -116,6 +118,12 @@ export function createPrimaryPool(options: PrimaryPoolOptions): PrimaryPool {
           searching = undefined;
         });
       return searching;
+    },
+    connections() {
+      const pool = current?.pool;
+      return pool
+        ? { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }
+        : { total: 0, idle: 0, waiting: 0 };
     },
     lost(connection, error) {
       if (current?.generation !== connection.generation) return; // already replaced

@@ -10,14 +10,18 @@ import {
 } from "../../gen/team/v1/team_service_pb.js";
 import type { Deliveries } from "../handlers/subscribe.js";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
+import { createWritePressure } from "../http/write-pressure.js";
 import { authenticate, bearerToken } from "../interceptors/auth.js";
 import type { CallerCache } from "../interceptors/caller-cache.js";
 import { reportCallError } from "../interceptors/error-mapping.js";
+import { observeCallEnd } from "../interceptors/metrics-interceptor.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics/metrics.js";
 import type { Database } from "../store/database.js";
 
 const PATH = `/${TeamService.typeName}/${TeamService.method.subscribe.name}`;
 const METHOD = `${TeamService.typeName}/${TeamService.method.subscribe.name}`;
+const METHOD_NAME = TeamService.method.subscribe.name;
 /** A SubscribeRequest is a few bytes; anything near this is not one. */
 const MAX_REQUEST_BYTES = 64 * 1024;
 
@@ -42,6 +46,7 @@ export interface GrpcSubscribeDeps {
   touch: (memberId: number) => void;
   deliveries: Deliveries;
   logger: Logger;
+  metrics?: Metrics | undefined;
 }
 
 /**
@@ -83,14 +88,24 @@ export async function serveGrpcSubscribe(
     const caller = await authenticate(deps, bearerToken(headerValue(headers, "authorization")));
     deps.touch(caller.id);
     sendHeaders();
-    const messages = deps.deliveries(caller, request, { call: call.signal, cut });
+    const pressure = createWritePressure();
+    const messages = deps.deliveries(caller, request, { call: call.signal, cut, pressure });
     for await (const message of messages) {
       if (call.signal.aborted) break;
       if (!stream.write(frame(toBinary(SubscribeResponseSchema, message)))) {
+        // The stream did not take it at once: the page read behind it is let go now, and
+        // the next one read only once the client reads again.
+        pressure.blocked();
         await drained(stream, call.signal);
       }
     }
     if (call.signal.reason instanceof ConnectError) throw call.signal.reason;
+    if (deps.metrics) {
+      const gone = call.signal.aborted
+        ? new ConnectError("the client went away", Code.Canceled)
+        : undefined;
+      observeCallEnd(deps.metrics, METHOD_NAME, gone);
+    }
     end(stream, sendHeaders, undefined);
   } catch (err) {
     const aborted = call.signal.aborted && !(call.signal.reason instanceof ConnectError);
@@ -100,6 +115,7 @@ export async function serveGrpcSubscribe(
       call.signal.reason instanceof ConnectError ? call.signal.reason : err,
       aborted,
     );
+    if (deps.metrics) observeCallEnd(deps.metrics, METHOD_NAME, ce);
     if (!aborted) end(stream, sendHeaders, ce);
   } finally {
     clearTimeout(deadline);

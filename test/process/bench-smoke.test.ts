@@ -89,7 +89,7 @@ describe("bench smoke", () => {
 
         const s = report.scenarios;
         expect(Object.keys(s).sort()).toEqual(
-          ["baseline", "fanout", "latency", "memory", "protocol", "throughput"].sort(),
+          ["baseline", "fanout", "latency", "memory", "protocol", "stalled", "throughput"].sort(),
         );
         for (const [name, outcome] of Object.entries(s)) {
           expect(outcome.status, `${name}: ${JSON.stringify(outcome)}`).toBe("ok");
@@ -100,7 +100,8 @@ describe("bench smoke", () => {
           s.throughput.status !== "ok" ||
           s.fanout.status !== "ok" ||
           s.protocol.status !== "ok" ||
-          s.memory.status !== "ok"
+          s.memory.status !== "ok" ||
+          s.stalled.status !== "ok"
         ) {
           return;
         }
@@ -144,13 +145,29 @@ describe("bench smoke", () => {
           expect(finite(level.bytesPerStream)).toBe(true);
         }
 
+        // Default caps, then the caps raised twice (a second round on the same server).
+        expect(s.stalled.result.runs.map((r) => r.label)).toEqual([
+          "default caps",
+          "caps raised",
+          "caps raised, second round",
+        ]);
+        for (const run of s.stalled.result.runs) {
+          // Every stream is accounted for: held (stalled) or refused by the member cap.
+          expect(run.held + run.refusedByMemberCap, JSON.stringify(run)).toBe(run.streams);
+          expect(run.endedOtherwise).toBe(0);
+          expect(run.pageBytesHeld).toBe(0);
+          expect(finite(run.rssGrowthBytes)).toBe(true);
+        }
+        expect(s.stalled.result.runs[0]?.held).toBe(16);
+        expect(s.stalled.result.runs[1]?.held).toBe(s.stalled.result.runs[1]?.streams);
+
         // Every figure is printable, and each target says whether it is met.
         expect(report.figures.length).toBeGreaterThan(0);
         for (const f of report.figures) {
           expect(f.figure).toEqual(expect.any(String));
           if (f.target) expect(typeof f.met, f.figure).toBe("boolean");
         }
-        for (const scenario of ["latency", "throughput", "fanout", "memory"]) {
+        for (const scenario of ["latency", "throughput", "fanout", "memory", "stalled"]) {
           expect(
             report.figures.some((f) => f.scenario === scenario && f.target),
             `${scenario} has a figure with a target`,

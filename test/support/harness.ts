@@ -84,6 +84,7 @@ export async function startTestEnv(
     host: "127.0.0.1",
     port: 0,
     logger: silentLogger(),
+    metrics: app.metrics,
     ...serverOptions,
   });
   const client = (token?: string, protocol: Protocol = "connect") =>

@@ -1,0 +1,66 @@
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { codeToString } from "@connectrpc/connect/protocol-connect";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { LimitError, RuleViolationError } from "../errors.js";
+import type { Metrics } from "../metrics/metrics.js";
+
+/**
+ * Counts a call's end by method and code, and a refusal by its rule or limit. `err` is the
+ * Connect error the call ended with (its cause the domain error that refused it), or
+ * undefined for a success. Used by the interceptor below and by the gRPC Subscribe fast
+ * path, which passes no interceptor.
+ */
+export function observeCallEnd(metrics: Metrics, method: string, err: unknown): void {
+  if (err === undefined) {
+    metrics.callEnded(method, "ok");
+    return;
+  }
+  const ce = ConnectError.from(err);
+  metrics.callEnded(method, codeToString(ce.code));
+  const cause = err instanceof RuleViolationError ? err : ce.cause;
+  if (cause instanceof RuleViolationError) {
+    metrics.refused(cause.rule, cause instanceof LimitError ? "limit" : "rule");
+  }
+}
+
+/**
+ * Outermost of TeamService's interceptors: it sees every call, and the error each ended
+ * with once error mapping made it a Connect error. A Send's latency is its time through the
+ * whole chain (auth, rules, the commit).
+ */
+export function metricsInterceptor(metrics: Metrics): Interceptor {
+  return (next) => async (req) => {
+    const method = req.method.name;
+    const started = performance.now();
+    try {
+      const res = await next(req);
+      if (res.stream) return { ...res, message: countStreamEnd(res.message, metrics, method) };
+      if (req.method === TeamService.method.send) {
+        metrics.sendSeconds((performance.now() - started) / 1000);
+      }
+      observeCallEnd(metrics, method, undefined);
+      return res;
+    } catch (err) {
+      observeCallEnd(metrics, method, err);
+      throw err;
+    }
+  };
+}
+
+async function* countStreamEnd<T>(
+  source: AsyncIterable<T>,
+  metrics: Metrics,
+  method: string,
+): AsyncGenerator<T> {
+  // A stream the client leaves is closed by return(): neither ended nor thrown.
+  let outcome: unknown = new ConnectError("the client went away", Code.Canceled);
+  try {
+    yield* source;
+    outcome = undefined;
+  } catch (err) {
+    outcome = err;
+    throw err;
+  } finally {
+    observeCallEnd(metrics, method, outcome);
+  }
+}

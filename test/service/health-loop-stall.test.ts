@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
+import type { HealthMonitor } from "../../server/health/health-monitor.js";
+import { migrate } from "../../server/store/migrate.js";
+import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createScratchPgDatabase } from "../support/databases.js";
+import { describeEachDatabase, startTestEnv, type TestEnv } from "../support/harness.js";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+
+// Pings often and with a short deadline, so that a stall of our own loop spans many of them.
+const HEALTH = { pingIntervalMs: 20, pingTimeoutMs: 100 };
+
+/** Blocks this process's event loop (the app runs in it) for `ms`. */
+function busyWait(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // spinning: nothing else of the process runs meanwhile
+  }
+}
+
+/** Resolves at the health monitor's next change of status. */
+const nextChange = (health: HealthMonitor) =>
+  health.changed(health.version, new AbortController().signal);
+
+// The proof is PostgreSQL's: its ping's reply waits in a socket while the loop is blocked.
+// The embedded database answers in-process, so there the test is a functional check.
+describeEachDatabase(
+  "health while our own event loop is stalled",
+  (env) => {
+    it("stays SERVING through loop stalls several times the ping deadline, with pings in flight", async () => {
+      const health = env().app.health;
+      expect(health.status("")).toBe(Status.SERVING);
+      const version = health.version;
+      for (let i = 0; i < 5; i++) {
+        // A ping is in flight (and its deadline armed) when the loop stops.
+        const probing = health.refresh();
+        busyWait(4 * HEALTH.pingTimeoutMs);
+        await probing;
+        expect(health.status(""), `after stall ${i + 1}`).toBe(Status.SERVING);
+        // Background pings (every 20 ms) were due during the stall as well: let them run.
+        await new Promise((r) => setTimeout(r, 2 * HEALTH.pingIntervalMs));
+      }
+      // Not flipped even for a moment: any change of status bumps the version.
+      expect(health.version).toBe(version);
+    });
+  },
+  { health: HEALTH },
+);
+
+/** The same server over a proxy to PostgreSQL, so that the database can really go away. */
+describe.skipIf(inject("pgAdminUrl") === "")("health in a real outage [postgres]", () => {
+  let drop: () => Promise<void>;
+  let proxy: TcpProxy;
+  let env: TestEnv & { close(): Promise<void> };
+
+  beforeAll(async () => {
+    const scratch = await createScratchPgDatabase();
+    drop = scratch.drop;
+    const direct = new URL(scratch.url);
+    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
+    const viaProxy = new URL(scratch.url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(proxy.port);
+    const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5 });
+    await migrate(db);
+    env = await startTestEnv(
+      "postgres",
+      { db, url: viaProxy.toString(), dispose: () => db.close() },
+      { health: HEALTH },
+    );
+  });
+
+  afterAll(async () => {
+    await env?.close();
+    await env?.db.close();
+    await proxy?.close();
+    await drop?.();
+  });
+
+  it("a database that stops answering (loop free) still turns it NOT_SERVING, and back", async () => {
+    const health = env.app.health;
+    expect(health.status("")).toBe(Status.SERVING);
+    // The database host goes silent: pings hang, and the loop is free to see the deadline.
+    const down = nextChange(health);
+    proxy.stall("both");
+    await down;
+    expect(health.status("")).toBe(Status.NOT_SERVING);
+    // The hung ping's bytes were dropped, so its connection never answers again: drop it
+    // (the proxy resets its connections) before the database comes back.
+    await proxy.cut();
+    const up = nextChange(health);
+    await proxy.restore();
+    await up;
+    expect(health.status("")).toBe(Status.SERVING);
+  });
+
+  it("a database that refuses connections turns it NOT_SERVING, also while the loop stalls", async () => {
+    const health = env.app.health;
+    expect(health.status("")).toBe(Status.SERVING);
+    const down = nextChange(health);
+    await proxy.cut();
+    busyWait(4 * HEALTH.pingTimeoutMs);
+    await down;
+    expect(health.status("")).toBe(Status.NOT_SERVING);
+    const up = nextChange(health);
+    await proxy.restore();
+    await up;
+    expect(health.status("")).toBe(Status.SERVING);
+  });
+});
