@@ -5,7 +5,7 @@
  * Rooms, lowest first (the order follows the code: each room uses only those before it):
  *   domain     limits, names, message kinds, enum words (plus errors, logger, tokens, and
  *              metrics/: the Prometheus instruments, cross-cutting like the logger)
- *   store      SQL and transactions
+ *   store      SQL and transactions, and the batchers that group their round trips
  *   inbox      in-process fan-out and wake-ups (hub, cluster bus, request waiters), caller
  *   protocols  per-protocol send plans, lifecycle, expiry
  *   interceptors  auth, journal, rules, error mapping

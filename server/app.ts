@@ -1,6 +1,7 @@
 import type { ConnectRouter } from "@connectrpc/connect";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { type BacklogLimits, DEFAULT_BACKLOG_LIMITS } from "./domain/limits.js";
 import { attemptHandlers } from "./handlers/attempts.js";
 import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
@@ -67,6 +68,12 @@ export interface AppOptions {
   retention?: { days: number; journalDays: number; intervalMs: number };
   /** Sends per member per second and the burst allowed (perSecond 0: no limit). Default 100, 200. */
   sendRate?: Pick<SendRateOptions, "perSecond" | "burst">;
+  /**
+   * What a recipient's inbox may hold unacked (messages, bytes of bodies) before sends to it
+   * are refused with ResourceExhausted, limit "inbox-backlog"; 0: no limit. Default 10,000
+   * messages and 64 MiB.
+   */
+  inboxBacklog?: BacklogLimits;
   /** Subscriptions one member may hold open at once, per process. Default 16. */
   maxSubscriptionsPerMember?: number;
   /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
@@ -164,7 +171,11 @@ export function createApp(options: AppOptions): App {
   });
   const impl = {
     ...membershipHandlers(deps),
-    ...messagingHandlers({ ...deps, protocols: options.protocols ?? defaultProtocolConfig }),
+    ...messagingHandlers({
+      ...deps,
+      protocols: options.protocols ?? defaultProtocolConfig,
+      backlog: options.inboxBacklog ?? DEFAULT_BACKLOG_LIMITS,
+    }),
     ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
     ...attemptHandlers(deps),

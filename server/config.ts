@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from "commander";
-import { MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
+import { DEFAULT_BACKLOG_LIMITS, MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
 import { parseDatabaseUrl } from "./store/database-url.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from "./store/pg-database.js";
 
@@ -22,6 +22,8 @@ export interface Config {
   callerCacheTtlMs: number;
   maxSubscriptionsPerMember: number;
   maxStreamsPerConnection: number;
+  maxInboxBacklog: number;
+  maxInboxBacklogBytes: number;
   headersTimeoutMs: number;
   /** A response whose client reads nothing for this long is cut (the slow-consumer guard). */
   slowConsumerTimeoutMs: number;
@@ -230,6 +232,25 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--max-inbox-backlog <n>",
+        "unacked messages an inbox may hold before sends to it are refused (0: no limit)",
+      )
+        .env("MAX_INBOX_BACKLOG")
+        .default(DEFAULT_BACKLOG_LIMITS.maxMessages)
+        .argParser(wholeNumber("MAX_INBOX_BACKLOG")),
+    )
+    .addOption(
+      new Option(
+        "--max-inbox-backlog-bytes <n>",
+        "bytes of unacked message bodies an inbox may hold before sends to it are refused " +
+          "(0: no limit)",
+      )
+        .env("MAX_INBOX_BACKLOG_BYTES")
+        .default(DEFAULT_BACKLOG_LIMITS.maxBytes)
+        .argParser(wholeNumber("MAX_INBOX_BACKLOG_BYTES")),
+    )
+    .addOption(
+      new Option(
         "--headers-timeout-ms <ms>",
         "time for a new connection to show its protocol and for HTTP/1.1 headers to arrive",
       )
@@ -321,6 +342,8 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     callerCacheTtlMs: o.callerCacheTtlMs,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxStreamsPerConnection: o.maxStreamsPerConnection,
+    maxInboxBacklog: o.maxInboxBacklog,
+    maxInboxBacklogBytes: o.maxInboxBacklogBytes,
     headersTimeoutMs: o.headersTimeoutMs,
     slowConsumerTimeoutMs: o.slowConsumerTimeoutMs,
     requestTimeoutMs: o.requestTimeoutMs,

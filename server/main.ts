@@ -38,6 +38,10 @@ export async function run(
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     consoleAllowedOrigins: config.consoleAllowedOrigins,
+    inboxBacklog: {
+      maxMessages: config.maxInboxBacklog,
+      maxBytes: config.maxInboxBacklogBytes,
+    },
     sendRate: { perSecond: config.sendRatePerSec, burst: config.sendBurst },
     retention: {
       days: config.retentionDays,

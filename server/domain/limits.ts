@@ -14,3 +14,20 @@ export const MIN_TTL_MS = 1_000;
 export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
 /** Seqs are PostgreSQL bigints: a uint64 above this cannot name a message. */
 export const MAX_SEQ = 9_223_372_036_854_775_807n;
+
+/**
+ * What an inbox may hold unacked before sends to it are refused (limit "inbox-backlog"):
+ * messages, and bytes of message bodies as stored. A recipient that never acks must not
+ * make the server store without bound (one member stored 488 MiB in 20 s). 10,000 messages
+ * is days of an agent's normal traffic; 64 MiB is 256 of the largest plans or 1,024 of the
+ * largest texts. Acks make room again.
+ */
+export interface BacklogLimits {
+  maxMessages: number;
+  maxBytes: number;
+}
+
+export const DEFAULT_BACKLOG_LIMITS: BacklogLimits = {
+  maxMessages: 10_000,
+  maxBytes: 64 * 1024 * 1024,
+};

@@ -10,18 +10,18 @@ import {
   type TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
+import type { BacklogLimits } from "../domain/limits.js";
 import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
 import { BROADCAST } from "../domain/names.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
-import { createSendBatcher } from "../inbox/send-batcher.js";
 import type { TeamHub } from "../inbox/team-hub.js";
 import { planSend } from "../protocols/index.js";
 import type { ProtocolConfig } from "../protocols/protocol.js";
 import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
-import { type SendInput, sendMessage } from "../store/send.js";
-import { isBatchable } from "../store/send-batch.js";
+import type { SendInput } from "../store/send.js";
+import { createSender } from "../store/sender.js";
 import { toEnvelope } from "./convert.js";
 
 const DEFAULT_READ_LIMIT = 100;
@@ -36,9 +36,12 @@ export function messagingHandlers(deps: {
   waiters: RequestWaiters;
   teams: TeamHub;
   protocols: ProtocolConfig;
+  /** What a recipient's inbox may hold unacked before sends to it are refused. */
+  backlog: BacklogLimits;
 }): MessagingImpl {
-  const { db, hub, waiters, teams, protocols } = deps;
-  const batcher = createSendBatcher(db);
+  const { db, hub, waiters, teams, protocols, backlog } = deps;
+  // The store decides how a send reaches the database (group commit or a transaction).
+  const sender = createSender(db, backlog);
   return {
     async send(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -82,9 +85,7 @@ export function messagingHandlers(deps: {
             }
           : {}),
       };
-      // Plain sends share commits with concurrent ones (group commit); sends with an
-      // idempotency key or a protocol step take their own transaction.
-      const result = isBatchable(input) ? await batcher.send(input) : await sendMessage(db, input);
+      const result = await sender.send(input);
       if (!result.replayed) {
         hub.wake(result.deliveries.map((d) => d.memberId));
         teams.wake([caller.teamId]); // the envelopes (and any request or member change) are in its feed

@@ -12,11 +12,11 @@ import { LimitError } from "../errors.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";
 import { type WritePressure, writePressureKey } from "../http/write-pressure.js";
 import type { InboxHub, Subscription } from "../inbox/hub.js";
-import { createInboxReader, type InboxReader } from "../inbox/read-batcher.js";
 import { checkRules } from "../interceptors/rules/table.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Database } from "../store/database.js";
 import { inboxPosition, type StoredMessage } from "../store/inbox.js";
+import { createInboxReader, type InboxReader } from "../store/read-batcher.js";
 import { toEnvelope } from "./convert.js";
 
 /** Rows read per query at most. */

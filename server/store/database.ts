@@ -10,6 +10,16 @@ export interface Queryable {
   query<R extends object = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
 }
 
+/** The statements of one transaction (Database.transaction hands one to its callback). */
+export interface Transaction extends Queryable {
+  /**
+   * Runs a script of several statements without parameters as one piece of text (the
+   * simple query protocol on both drivers), so a statement may hold semicolons of its own,
+   * as a plpgsql function body does. For migrations; anything with values uses query().
+   */
+  exec(script: string): Promise<void>;
+}
+
 export interface Database extends Queryable {
   /** "postgres" for a server reached through DATABASE_URL, "embedded" for PGlite. */
   readonly kind: "postgres" | "embedded";
@@ -17,7 +27,7 @@ export interface Database extends Queryable {
    * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
    * All statements of `fn` must go through the `tx` it is given.
    */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /**
    * Subscribes to a notification channel (PostgreSQL LISTEN) on a dedicated connection
    * that reconnects by itself; `onReconnect` runs after each reconnection, since

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { PGlite, type Transaction, types } from "@electric-sql/pglite";
 import { lockDataDir } from "./data-dir-lock.js";
-import type { Database } from "./database.js";
+import type { Database, Transaction as StoreTransaction } from "./database.js";
 
 export interface EmbeddedDatabaseOptions {
   /** Folder for the data files; omitted: in memory (tests). */
@@ -91,12 +91,16 @@ export async function openEmbeddedDatabase(
     query<R extends object>(sql: string, params?: unknown[]) {
       return counted(async () => (await db.query<R>(sql, params)).rows);
     },
-    transaction<T>(fn: (tx: { query: Database["query"] }) => Promise<T>) {
+    transaction<T>(fn: (tx: StoreTransaction) => Promise<T>) {
       return counted(() =>
         db.transaction((tx: Transaction) =>
           fn({
             async query<R extends object>(sql: string, params?: unknown[]) {
               return (await tx.query<R>(sql, params)).rows;
+            },
+            // PGlite's exec sends the text as one simple query: several statements at once.
+            async exec(script: string) {
+              await tx.exec(script);
             },
           }),
         ),

@@ -128,10 +128,19 @@ export async function inboxPosition(db: Queryable, memberId: number): Promise<In
 /**
  * Moves the ack cursor forward to `seq` (never back). A seq past the last committed
  * message is refused: acking what does not exist yet would silently skip it later.
+ * The bytes of the newly acked bodies are counted (acked_bytes, migration 005): that is
+ * what makes room again under the inbox backlog limit.
  */
 export async function ack(db: Queryable, memberId: number, seq: bigint): Promise<bigint> {
   const [row] = await db.query<{ acked_seq: bigint }>(
-    `UPDATE members SET acked_seq = GREATEST(acked_seq, $2)
+    // Two acks racing on one member: the second waits for the first's row lock and is then
+    // evaluated again on the row the first left, so each body is counted once. The range
+    // read was committed before its seqs were (seqs commit in order under the inbox lock),
+    // and the retention job deletes only rows at or below the cursor, never in the range.
+    `UPDATE members SET acked_seq = GREATEST(acked_seq, $2),
+       acked_bytes = acked_bytes + COALESCE((
+         SELECT sum(octet_length(body)) FROM messages
+         WHERE recipient_id = $1 AND seq > members.acked_seq AND seq <= $2), 0)
      WHERE id = $1 AND $2 <= (SELECT last_seq FROM inboxes WHERE member_id = $1)
      RETURNING acked_seq`,
     [memberId, seq],

@@ -25,7 +25,8 @@ export async function loadMigrations(): Promise<Migration[]> {
 }
 
 /**
- * Applies every migration not yet applied, each in its own transaction. Safe when several
+ * Applies every migration not yet applied, each in its own transaction (a migration that
+ * fails leaves nothing of itself behind, and the server does not start). Safe when several
  * servers start at once: each transaction first takes one advisory lock, so they run one
  * after another and each sees what the previous one applied.
  *
@@ -37,11 +38,12 @@ export async function loadMigrations(): Promise<Migration[]> {
  * relies on the lock after its transaction; the next server to start takes it anew on the
  * new primary and finds schema_migrations as it is there. Standbys grant advisory locks as
  * well, but the pool only ever talks to the writable primary (store/primary-pool.ts).
- * Returns the versions it applied.
+ * Returns the versions it applied. `migrations` defaults to the ones shipped (tests give
+ * their own).
  */
-export async function migrate(db: Database): Promise<number[]> {
+export async function migrate(db: Database, migrations?: Migration[]): Promise<number[]> {
   const applied: number[] = [];
-  for (const migration of await loadMigrations()) {
+  for (const migration of migrations ?? (await loadMigrations())) {
     const ran = await db.transaction(async (tx) => {
       await tx.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
       await tx.query(
@@ -55,7 +57,8 @@ export async function migrate(db: Database): Promise<number[]> {
         migration.version,
       ]);
       if (done.length > 0) return false;
-      await runScript(tx, migration.sql);
+      // The file whole, as one script: a statement may hold semicolons of its own.
+      await tx.exec(migration.sql);
       await tx.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
         migration.version,
         migration.name,
@@ -65,15 +68,4 @@ export async function migrate(db: Database): Promise<number[]> {
     if (ran) applied.push(migration.version);
   }
   return applied;
-}
-
-// A migration file holds several statements; parameterless multi-statement text is sent as
-// one simple-protocol query by pg but PGlite's query() takes one statement, so split on the
-// semicolons that end a line (our migrations keep to that).
-async function runScript(tx: { query: Database["query"] }, sql: string): Promise<void> {
-  const statements = sql
-    .split(/;\s*$/m)
-    .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
-    .filter((s) => s.length > 0);
-  for (const statement of statements) await tx.query(statement);
 }

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "../logger.js";
-import type { Database, Queryable } from "./database.js";
+import type { Database, Transaction } from "./database.js";
 import { parseDatabaseUrl } from "./database-url.js";
 import { probeReadOnly } from "./find-primary.js";
 import { listenOn } from "./pg-listener.js";
@@ -178,9 +178,15 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     }
   };
 
-  const once = <T>(fn: (tx: Queryable) => Promise<T>): Promise<T> =>
+  const once = <T>(fn: (tx: Transaction) => Promise<T>): Promise<T> =>
     withClient(async (client, state) => {
-      const tx: Queryable = { query: (sql, params) => run(client, sql, params) };
+      const tx: Transaction = {
+        query: (sql, params) => run(client, sql, params),
+        // Text without parameters goes as one simple query, which may hold many statements.
+        exec: async (script) => {
+          await client.query(script);
+        },
+      };
       try {
         await client.query("BEGIN");
         const result = await fn(tx);

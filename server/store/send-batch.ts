@@ -1,6 +1,9 @@
+import type { BacklogLimits } from "../domain/limits.js";
 import { BROADCAST } from "../domain/names.js";
 import type { Database } from "./database.js";
 import {
+  type FullInbox,
+  inboxBacklogFull,
   observerNotAddressable,
   revokedSender,
   type SendInput,
@@ -8,15 +11,8 @@ import {
   unknownRecipient,
 } from "./send.js";
 
-/** A send the batch path takes: plain, no idempotency key, no protocol hooks. */
+/** A send the batch path takes: plain, no idempotency key, no protocol hooks (sender.ts). */
 export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;
-
-export const isBatchable = (input: SendInput): boolean =>
-  !input.messageId &&
-  !input.requestId &&
-  !input.beforeAppend &&
-  !input.beforeCommit &&
-  !input.attempt;
 
 /**
  * Stores many sends with ONE statement, which is its own transaction: one round trip and
@@ -27,16 +23,24 @@ export const isBatchable = (input: SendInput): boolean =>
  * In that statement: the senders are checked (still active: a token revoked on another
  * server process a moment ago may still be in this one's caller cache), the recipients
  * resolved (a name, or "*" for every other active member), the inbox rows locked in
- * member-id order (so concurrent batches and sends cannot deadlock), each inbox's seqs
- * taken with one UPDATE and every row inserted with one INSERT. Per inbox, seqs follow the
- * order of the batch, which is the order the sends arrived in. A send that fails a rule
- * (revoked sender, unknown or stopped recipient) stores nothing and fails alone.
+ * member-id order (so concurrent batches and sends cannot deadlock), the backlogs checked
+ * under those locks, each inbox's seqs taken with one UPDATE and every row inserted with
+ * one INSERT. Per inbox, seqs follow the order of the batch, which is the order the sends
+ * arrived in. A send that fails a rule (revoked sender, unknown or stopped recipient, a
+ * recipient's backlog full) stores nothing and fails alone.
+ *
+ * The backlog check is cautious: a send is refused when it would pass a recipient's limits
+ * counting every earlier send of the batch to that inbox, even one refused itself (a
+ * broadcast refused because another recipient is full). sender.ts decides the sends refused
+ * here once more, alone, in a transaction of their own, so no send is refused that fits.
  */
 export async function sendBatch(
   db: Database,
   sends: BatchableSend[],
+  backlog: BacklogLimits = NO_BACKLOG_LIMIT,
 ): Promise<(SendResult | Error)[]> {
   const rows = await db.query<{
+    row_kind: "check" | "delivery" | "full";
     idx: bigint;
     sender_status: string | null;
     target_status: string | null;
@@ -44,12 +48,14 @@ export async function sendBatch(
     member_id: number | null;
     name: string | null;
     seq: bigint | null;
+    backlog_messages: bigint | null;
+    backlog_bytes: bigint | null;
   }>(
     // No two CTEs are joined on a key: their row estimates are guesses (a fresh team's
     // broadcast is estimated at one row and gets 1,000), and a nested loop over two CTE
     // scans is quadratic (measured: 185 ms instead of 15 for a broadcast to 1,000). Rows
     // carry the batch index instead, and the message fields come from the parameter arrays
-    // by that index.
+    // by that index; CTEs meet tables only by primary key.
     `WITH q AS (
        SELECT * FROM unnest($1::int[], $2::int[], $4::text[])
          WITH ORDINALITY AS q (team_id, sender_id, to_name, idx)
@@ -79,17 +85,43 @@ export async function sendBatch(
        SELECT member_id, min(name) AS name, array_agg(idx ORDER BY idx) AS idxs
        FROM recipients GROUP BY member_id
      ),
+     -- Every inbox row locked, in member-id order, before anything is decided or written.
+     -- The locked row's figures are current; the ack cursor's are this statement's (an ack
+     -- committing meanwhile only makes room: the check may refuse early, never let one past).
      locked AS MATERIALIZED (
-       SELECT member_id FROM inboxes
-       WHERE member_id = ANY (ARRAY(SELECT member_id FROM per_inbox))
-       ORDER BY member_id FOR UPDATE
+       SELECT p.member_id, p.name, p.idxs, i.last_seq - m.acked_seq AS backlog_messages,
+              i.appended_bytes - m.acked_bytes AS backlog_bytes
+       FROM per_inbox p
+       JOIN inboxes i ON i.member_id = p.member_id
+       JOIN members m ON m.id = p.member_id
+       ORDER BY p.member_id FOR UPDATE OF i
+     ),
+     -- Each send's place in each of its inboxes: that inbox's backlog once it is stored.
+     queued AS (
+       SELECT l.member_id, l.name, u.idx,
+              l.backlog_messages + u.k AS messages_after,
+              l.backlog_bytes + sum(($7::int[])[u.idx::int]) OVER (
+                PARTITION BY l.member_id ORDER BY u.k) AS bytes_after
+       FROM locked l, unnest(l.idxs) WITH ORDINALITY AS u (idx, k)
+     ),
+     too_full AS (
+       SELECT * FROM queued
+       WHERE ($8::bigint > 0 AND messages_after > $8::bigint)
+          OR ($9::bigint > 0 AND bytes_after > $9::bigint)
+     ),
+     -- A send refused for one recipient is stored for none (a broadcast is all or nothing).
+     admitted AS (
+       SELECT member_id, min(name) AS name, array_agg(idx ORDER BY idx) AS idxs,
+              sum(($7::int[])[idx::int]) AS bytes
+       FROM queued WHERE idx NOT IN (SELECT idx FROM too_full)
+       GROUP BY member_id
      ),
      bumped AS (
-       UPDATE inboxes i SET last_seq = i.last_seq + cardinality(p.idxs)
-       FROM per_inbox p
-       -- Every inbox row is locked, in member-id order, before the first one is updated.
-       WHERE i.member_id = p.member_id AND (SELECT count(*) FROM locked) >= 0
-       RETURNING i.member_id, p.name, p.idxs, i.last_seq - cardinality(p.idxs) AS base
+       UPDATE inboxes i SET last_seq = i.last_seq + cardinality(a.idxs),
+                            appended_bytes = i.appended_bytes + a.bytes
+       FROM admitted a
+       WHERE i.member_id = a.member_id
+       RETURNING i.member_id, a.name, a.idxs, i.last_seq - cardinality(a.idxs) AS base
      ),
      numbered AS MATERIALIZED (
        SELECT u.idx, b.member_id, b.name, b.base + u.k AS seq
@@ -104,12 +136,17 @@ export async function sendBatch(
               ($6::bytea[])[n.idx::int]
        FROM numbered n ORDER BY n.member_id, n.seq
      )
-     SELECT idx, sender_status, target_status, target_role,
-            NULL::int AS member_id, NULL::text AS name, NULL::bigint AS seq
+     SELECT 'check' AS row_kind, idx, sender_status, target_status, target_role,
+            NULL::int AS member_id, NULL::text AS name, NULL::bigint AS seq,
+            NULL::bigint AS backlog_messages, NULL::bigint AS backlog_bytes
      FROM checks
      UNION ALL
-     SELECT idx, NULL, NULL, NULL, member_id, name, seq FROM numbered
-     ORDER BY idx, member_id NULLS FIRST`,
+     SELECT 'full', idx, NULL, NULL, NULL, member_id, name, NULL,
+            messages_after - 1, bytes_after - ($7::int[])[idx::int]
+     FROM too_full
+     UNION ALL
+     SELECT 'delivery', idx, NULL, NULL, NULL, member_id, name, seq, NULL, NULL FROM numbered
+     ORDER BY idx, row_kind, member_id`,
     [
       sends.map((s) => s.teamId),
       sends.map((s) => s.sender.id),
@@ -117,6 +154,9 @@ export async function sendBatch(
       sends.map((s) => s.to),
       sends.map((s) => s.kind),
       sends.map((s) => s.body),
+      sends.map((s) => s.body.length),
+      backlog.maxMessages,
+      backlog.maxBytes,
     ],
   );
   const results: (SendResult | Error)[] = sends.map(() => ({
@@ -124,24 +164,36 @@ export async function sendBatch(
     replayed: false,
     requestId: "",
   }));
-  // Per send: its checks row first, then its deliveries in member-id order.
+  const fullInboxes = sends.map((): FullInbox[] => []);
+  // Per send: its checks row first, then its deliveries or the inboxes it would overfill,
+  // in member-id order ('check' < 'delivery' < 'full').
   for (const row of rows) {
     const i = Number(row.idx) - 1;
+    const send = sends[i] as BatchableSend;
     const result = results[i] as SendResult | Error;
-    if (row.member_id === null) {
-      results[i] =
-        refusalOf(
-          sends[i] as BatchableSend,
-          row.sender_status,
-          row.target_status,
-          row.target_role,
-        ) ?? result;
+    if (row.row_kind === "check") {
+      results[i] = refusalOf(send, row.sender_status, row.target_status, row.target_role) ?? result;
+    } else if (row.row_kind === "full") {
+      (fullInboxes[i] as FullInbox[]).push({
+        name: row.name ?? "?",
+        messages: row.backlog_messages ?? 0n,
+        bytes: row.backlog_bytes ?? 0n,
+      });
     } else if (!(result instanceof Error) && row.name !== null && row.seq !== null) {
-      result.deliveries.push({ memberId: row.member_id, to: row.name, seq: row.seq });
+      result.deliveries.push({ memberId: row.member_id ?? 0, to: row.name, seq: row.seq });
     }
   }
+  fullInboxes.forEach((full, i) => {
+    const send = sends[i] as BatchableSend;
+    if (full.length > 0 && !(results[i] instanceof Error)) {
+      results[i] = inboxBacklogFull(full, backlog, send.body.length, send.to === BROADCAST);
+    }
+  });
   return results;
 }
+
+/** Limits of 0: nothing is refused for its backlog. */
+const NO_BACKLOG_LIMIT: BacklogLimits = { maxMessages: 0, maxBytes: 0 };
 
 /** Why a send of the batch stored nothing, if it broke a rule. */
 function refusalOf(

@@ -1,5 +1,6 @@
+import type { BacklogLimits } from "../domain/limits.js";
 import { BROADCAST } from "../domain/names.js";
-import { DomainError, RuleViolationError } from "../errors.js";
+import { DomainError, LimitError, RuleViolationError } from "../errors.js";
 import { attemptInsert, type NewAttempt, recordAttempt } from "./attempts.js";
 import type { Database, Queryable } from "./database.js";
 import { one } from "./rows.js";
@@ -69,9 +70,14 @@ interface StoredSend {
 
 /**
  * Stores one message in the inbox of each recipient, in one transaction. With a message_id,
- * a retry returns the first call's result and stores nothing.
+ * a retry returns the first call's result and stores nothing. With `backlog`, a send that
+ * would take any recipient's unacked backlog past it stores nothing (inbox-backlog).
  */
-export async function sendMessage(db: Database, input: SendInput): Promise<SendResult> {
+export async function sendMessage(
+  db: Database,
+  input: SendInput,
+  backlog?: BacklogLimits,
+): Promise<SendResult> {
   return db.transaction(async (tx) => {
     // First, before a protocol step (beforeAppend) may stop the sender itself.
     if (input.messageId) {
@@ -100,6 +106,7 @@ export async function sendMessage(db: Database, input: SendInput): Promise<SendR
         attempt: input.attempt,
       },
       recipients,
+      backlog,
     );
     await input.beforeCommit?.(tx, deliveries);
     if (input.messageId) {
@@ -149,6 +156,49 @@ export const unknownRecipient = (to: string, found: boolean): RuleViolationError
       : `no member "${to}" in this team (ListMembers shows who is there)`,
     "to",
   );
+
+/** A recipient whose inbox would pass its backlog limit, and what it holds unacked now. */
+export interface FullInbox {
+  name: string;
+  messages: bigint;
+  bytes: bigint;
+}
+
+/**
+ * The refusal of a send that would take recipients' unacked backlogs past their limit:
+ * ResourceExhausted, limit "inbox-backlog", naming each full recipient (up to five) and the
+ * limit it reached. Nothing of the send was stored, for any recipient.
+ */
+export function inboxBacklogFull(
+  full: FullInbox[],
+  limits: BacklogLimits,
+  bodyBytes: number,
+  broadcast: boolean,
+): LimitError {
+  const shown = full
+    .slice(0, 5)
+    .map((f) =>
+      overMessages(f.messages + 1n, limits)
+        ? `"${f.name}" holds ${f.messages} unacked messages, the most an inbox may hold ` +
+          `(MAX_INBOX_BACKLOG ${limits.maxMessages})`
+        : `"${f.name}" holds ${f.bytes} bytes of unacked messages, and ${bodyBytes} more would ` +
+          `pass the most an inbox may hold (MAX_INBOX_BACKLOG_BYTES ${limits.maxBytes})`,
+    );
+  const more = full.length > shown.length ? `, and ${full.length - shown.length} more` : "";
+  const who = full.length === 1 ? "it acks" : "they ack";
+  return new LimitError(
+    "inbox-backlog",
+    `${shown.join("; ")}${more}; nothing was sent${broadcast ? " to anyone" : ""}: ` +
+      `retry once ${who} what ${full.length === 1 ? "it has" : "they have"} read`,
+    undefined,
+    "to",
+  );
+}
+
+const overMessages = (messages: bigint, limits: BacklogLimits) =>
+  limits.maxMessages > 0 && messages > BigInt(limits.maxMessages);
+const overBytes = (bytes: bigint, limits: BacklogLimits) =>
+  limits.maxBytes > 0 && bytes > BigInt(limits.maxBytes);
 
 // Inserting the key first makes a concurrent retry wait on the primary key until this
 // transaction ends, then find the finished result (or, if this one rolled back, claim it).
@@ -216,25 +266,58 @@ async function resolveRecipients(
  * commit, which is what keeps every inbox's seqs committing in order. Each row draws its
  * team-feed position (a column default) when it is inserted, after those locks: the feed's
  * order agrees with every inbox's (docs/watch.md).
+ *
+ * With `backlog`, the backlogs are checked under those locks, so two concurrent sends cannot
+ * both take the last room: if any recipient would hold more than the limits unacked, it
+ * throws inboxBacklogFull and the caller's transaction stores nothing. Without it (the
+ * server's own request_update notices, bounded by the requests members opened) nothing is
+ * refused, but the counters still count the message.
  */
 export async function appendToInboxes(
   tx: Queryable,
   message: NewMessage,
   recipients: { id: number; name: string }[],
+  backlog?: BacklogLimits,
 ): Promise<Delivery[]> {
   if (recipients.length === 0) {
     if (message.attempt) await recordAttempt(tx, message.attempt);
     return [];
   }
   const ids = recipients.map((r) => r.id);
-  const seqs = await tx.query<{ member_id: number; last_seq: bigint }>(
-    `UPDATE inboxes i SET last_seq = i.last_seq + 1
+  const seqs = await tx.query<{
+    member_id: number;
+    last_seq: bigint;
+    backlog_messages: bigint;
+    backlog_bytes: bigint;
+  }>(
+    // The backlog after this message: the inbox's figures are the locked row's, the ack
+    // cursor's as of this statement (an ack committing meanwhile only makes room, so the
+    // check may refuse a moment early, never let one past).
+    `UPDATE inboxes i
+     SET last_seq = i.last_seq + 1, appended_bytes = i.appended_bytes + $2
      FROM (SELECT member_id FROM inboxes WHERE member_id = ANY($1::int[])
-           ORDER BY member_id FOR UPDATE) locked
-     WHERE i.member_id = locked.member_id
-     RETURNING i.member_id, i.last_seq`,
-    [ids],
+           ORDER BY member_id FOR UPDATE) locked, members m
+     WHERE i.member_id = locked.member_id AND m.id = i.member_id
+     RETURNING i.member_id, i.last_seq, i.last_seq - m.acked_seq AS backlog_messages,
+               i.appended_bytes - m.acked_bytes AS backlog_bytes`,
+    [ids, message.body.length],
   );
+  if (backlog) {
+    const nameOf = new Map(recipients.map((r) => [r.id, r.name]));
+    const full = seqs
+      .filter(
+        (r) => overMessages(r.backlog_messages, backlog) || overBytes(r.backlog_bytes, backlog),
+      )
+      .sort((a, b) => a.member_id - b.member_id)
+      .map((r) => ({
+        name: nameOf.get(r.member_id) ?? "?",
+        messages: r.backlog_messages - 1n,
+        bytes: r.backlog_bytes - BigInt(message.body.length),
+      }));
+    if (full.length > 0) {
+      throw inboxBacklogFull(full, backlog, message.body.length, message.to === BROADCAST);
+    }
+  }
   const seqOf = new Map(seqs.map((r) => [r.member_id, r.last_seq]));
   const deliveries = recipients.map((r) => ({
     memberId: r.id,

@@ -17,8 +17,9 @@ function countingReads(db: Database, requestId: () => string | undefined) {
       reads++;
     }
   };
-  const wrap = (q: Queryable): Queryable => ({
-    query(sql, params) {
+  const wrap = <Q extends Queryable>(q: Q): Q => ({
+    ...q,
+    query(sql: string, params?: unknown[]) {
       count(sql, params);
       return q.query(sql, params);
     },

@@ -4,7 +4,11 @@ import type { Database } from "../../server/store/database.js";
 import { openEmbeddedDatabase } from "../../server/store/embedded-database.js";
 import { loadMigrations, type Migration, migrate } from "../../server/store/migrate.js";
 import { createPgDatabase } from "../../server/store/pg-database.js";
-import { createScratchPgDatabase } from "../support/databases.js";
+import {
+  createScratchPgDatabase,
+  openTestDatabase,
+  type TestDatabase,
+} from "../support/databases.js";
 
 const migrationsDir = new URL("../../server/store/migrations/", import.meta.url);
 
@@ -100,6 +104,132 @@ describe.skipIf(inject("pgAdminUrl") === "")("migrate on PostgreSQL", () => {
     } finally {
       await Promise.allSettled(pools.map((db) => db.close()));
       await scratch.drop();
+    }
+  }, 60_000);
+});
+
+/** A fresh, empty database of each kind (no template: these tests bring their own migrations). */
+const freshDatabases: { kind: string; skip: boolean; open(): Promise<TestDatabase> }[] = [
+  {
+    kind: "embedded",
+    skip: false,
+    async open() {
+      const db = await openEmbeddedDatabase({});
+      return { db, url: undefined, dispose: () => db.close() };
+    },
+  },
+  {
+    kind: "postgres",
+    skip: inject("pgAdminUrl") === "",
+    async open() {
+      const scratch = await createScratchPgDatabase("empty");
+      const db = createPgDatabase({ connectionString: scratch.url, poolSize: 2 });
+      return {
+        db,
+        url: scratch.url,
+        async dispose() {
+          await db.close();
+          await scratch.drop();
+        },
+      };
+    },
+  },
+];
+
+for (const fresh of freshDatabases) {
+  describe.skipIf(fresh.skip)(`a migration runs whole, in one transaction [${fresh.kind}]`, () => {
+    it("a plpgsql body over several lines, with semicolons at line ends, is one statement", async () => {
+      const { db, dispose } = await fresh.open();
+      try {
+        const applied = await migrate(db, [
+          {
+            version: 1,
+            name: "001_counted",
+            sql: `-- A function whose body a split on line-ending semicolons would cut apart.
+CREATE TABLE counted (x integer);
+
+CREATE FUNCTION next_count() RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+  n integer;
+BEGIN
+  SELECT count(*) INTO n FROM counted;
+  RETURN n + 1;
+END
+$$;
+
+INSERT INTO counted VALUES (1), (2);
+`,
+          },
+        ]);
+        expect(applied).toEqual([1]);
+        expect(await db.query("SELECT next_count() AS n")).toEqual([{ n: 3 }]);
+      } finally {
+        await dispose();
+      }
+    }, 60_000);
+
+    it("a migration that fails part-way leaves nothing of itself, and is not recorded", async () => {
+      const { db, dispose } = await fresh.open();
+      try {
+        const migrations: Migration[] = [
+          { version: 1, name: "001_kept", sql: "CREATE TABLE kept (x integer);\n" },
+          {
+            version: 2,
+            name: "002_broken",
+            sql: "CREATE TABLE half_done (x integer);\nINSERT INTO no_such_table VALUES (1);\n",
+          },
+        ];
+        await expect(migrate(db, migrations)).rejects.toThrow(/no_such_table/);
+        expect(await existingTables(db, ["kept", "half_done"])).toEqual(["kept"]);
+        expect(await migrationRows(db)).toEqual([{ version: 1, name: "001_kept" }]);
+      } finally {
+        await dispose();
+      }
+    }, 60_000);
+  });
+}
+
+/**
+ * Every column, constraint, index, function (with its body) and trigger the migrations made,
+ * as text, in a stable order: what must come out the same on both databases.
+ */
+async function schemaSummary(db: Database): Promise<string[]> {
+  const rows = await db.query<{ line: string }>(
+    `SELECT line FROM (
+       SELECT 'column ' || table_name || '.' || column_name || ' ' || data_type || ' ' ||
+              is_nullable || ' ' || coalesce(column_default, '') || ' ' || is_identity AS line
+       FROM information_schema.columns WHERE table_schema = current_schema()
+       UNION ALL
+       SELECT 'constraint ' || conrelid::regclass::text || ' ' || pg_get_constraintdef(oid)
+       FROM pg_constraint WHERE connamespace = current_schema()::regnamespace
+         -- NOT NULL is in the column lines (PGlite's PostgreSQL also lists it here).
+         AND contype <> 'n'
+       UNION ALL
+       SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname = current_schema()
+       UNION ALL
+       SELECT 'function ' || pg_get_functiondef(oid)
+       FROM pg_proc WHERE pronamespace = current_schema()::regnamespace
+       UNION ALL
+       SELECT 'trigger ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal
+     ) s ORDER BY line COLLATE "C"`,
+  );
+  return rows.map((r) => r.line);
+}
+
+describe.skipIf(inject("pgAdminUrl") === "")("the shipped migrations on both databases", () => {
+  it("make the same schema on the embedded database as on PostgreSQL, function bodies included", async () => {
+    const embedded = await openTestDatabase("embedded");
+    const postgres = await openTestDatabase("postgres");
+    try {
+      const [e, p] = await Promise.all([schemaSummary(embedded.db), schemaSummary(postgres.db)]);
+      expect(p.length).toBeGreaterThan(20);
+      expect(e).toEqual(p);
+      // The journal's guard is stored as written, over several lines.
+      const guard = p.find((line) => line.includes("protocol_attempts_append_only()"));
+      expect(guard?.split("\n").length).toBeGreaterThan(5);
+    } finally {
+      await embedded.dispose();
+      await postgres.dispose();
     }
   }, 60_000);
 });

@@ -85,7 +85,8 @@ function countingInboxReads(db: Database, recipient: () => string | undefined) {
       reads.push({ rows: mine.length, bytes: mine.reduce((n, r) => n + (r.body?.length ?? 0), 0) });
     }
   };
-  const wrap = (q: Queryable): Queryable => ({
+  const wrap = <Q extends Queryable>(q: Q): Q => ({
+    ...q,
     async query<R extends object>(sql: string, params?: unknown[]) {
       const rows = await q.query<R>(sql, params);
       count(rows);

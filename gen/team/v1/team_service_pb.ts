@@ -934,7 +934,9 @@ export const TeamService: GenService<{
   /**
    * Any active member. Stores a message in the addressee's inbox (or, for "*", in the
    * inbox of every other active member) and wakes its subscribers. When this call
-   * returns, the message is durable.
+   * returns, the message is durable. Refused with RESOURCE_EXHAUSTED (rule
+   * "inbox-backlog", naming the recipient) while the addressee holds too much it has not
+   * acked; a broadcast is then stored for nobody. Retry once the addressee has acked.
    *
    * @generated from rpc team.v1.TeamService.Send
    */

@@ -28,7 +28,12 @@ CREATE INDEX protocol_attempts_by_member ON protocol_attempts (member_id, id DES
 CREATE INDEX protocol_attempts_by_request ON protocol_attempts (team_id, request_id, id DESC)
   WHERE request_id <> '';
 
-CREATE FUNCTION protocol_attempts_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'protocol_attempts is append-only: % is not allowed', TG_OP USING ERRCODE = 'insufficient_privilege'; END $$;
+CREATE FUNCTION protocol_attempts_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'protocol_attempts is append-only: % is not allowed', TG_OP
+    USING ERRCODE = 'insufficient_privilege';
+END
+$$;
 
 CREATE TRIGGER protocol_attempts_no_change
   BEFORE UPDATE OR DELETE ON protocol_attempts

@@ -3,7 +3,15 @@
 -- now lets a DELETE through only in a transaction that set team_protocols.retention to
 -- 'on' (SET LOCAL, which only the retention job does); UPDATE and TRUNCATE stay refused.
 
-CREATE OR REPLACE FUNCTION protocol_attempts_append_only() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF TG_OP = 'DELETE' AND current_setting('team_protocols.retention', true) = 'on' THEN RETURN OLD; END IF; RAISE EXCEPTION 'protocol_attempts is append-only: % is not allowed', TG_OP USING ERRCODE = 'insufficient_privilege'; END $$;
+CREATE OR REPLACE FUNCTION protocol_attempts_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' AND current_setting('team_protocols.retention', true) = 'on' THEN
+    RETURN OLD;
+  END IF;
+  RAISE EXCEPTION 'protocol_attempts is append-only: % is not allowed', TG_OP
+    USING ERRCODE = 'insufficient_privilege';
+END
+$$;
 
 -- The job finds the journal's and finished requests' old rows by age.
 CREATE INDEX protocol_attempts_by_age ON protocol_attempts (at);

@@ -1,6 +1,6 @@
-import type { Database } from "../store/database.js";
-import { type InboxPage, type InboxRead, readInboxes } from "../store/inbox.js";
 import { createBatcher } from "./batcher.js";
+import type { Database } from "./database.js";
+import { type InboxPage, type InboxRead, readInboxes } from "./inbox.js";
 
 export interface InboxReader {
   /** The messages after `afterSeq` of one inbox, possibly read together with others'. */

@@ -1,0 +1,566 @@
+-- The schema the migrations in server/store/migrations/ make, as pg_dump --schema-only
+-- prints it (no owners, no privileges). Generated: do not edit. After changing a migration,
+-- run `npm run dump-schema` and commit this file; CI's `npm run check-schema` fails
+-- when it and the migrations disagree.
+
+--
+-- PostgreSQL database dump
+--
+
+--
+-- Name: protocol_attempts_append_only(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.protocol_attempts_append_only() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  IF TG_OP = 'DELETE' AND current_setting('team_protocols.retention', true) = 'on' THEN
+    RETURN OLD;
+  END IF;
+  RAISE EXCEPTION 'protocol_attempts is append-only: % is not allowed', TG_OP
+    USING ERRCODE = 'insufficient_privilege';
+END
+$$;
+
+--
+-- Name: inboxes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.inboxes (
+    member_id integer NOT NULL,
+    last_seq bigint DEFAULT 0 NOT NULL,
+    appended_bytes bigint DEFAULT 0 NOT NULL
+);
+
+--
+-- Name: team_feed_position; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.team_feed_position
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: member_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.member_events (
+    feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    team_id integer NOT NULL,
+    member_id integer NOT NULL,
+    change text NOT NULL,
+    role text NOT NULL,
+    status text NOT NULL,
+    permission_mode text NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT member_events_change_check CHECK ((change = ANY (ARRAY['added'::text, 'stopped'::text, 'removed'::text, 'permission_mode'::text])))
+);
+
+--
+-- Name: members; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.members (
+    id integer NOT NULL,
+    team_id integer NOT NULL,
+    name text NOT NULL,
+    role text NOT NULL,
+    status text DEFAULT 'active'::text NOT NULL,
+    permission_mode text DEFAULT 'default'::text NOT NULL,
+    token_hash bytea NOT NULL,
+    acked_seq bigint DEFAULT 0 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    last_seen_at timestamp with time zone,
+    stopped_at timestamp with time zone,
+    acked_bytes bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT members_permission_mode_check CHECK ((permission_mode = ANY (ARRAY['default'::text, 'accept_edits'::text, 'bypass_permissions'::text, 'plan'::text]))),
+    CONSTRAINT members_role_check CHECK ((role = ANY (ARRAY['lead'::text, 'teammate'::text, 'observer'::text]))),
+    CONSTRAINT members_status_check CHECK ((status = ANY (ARRAY['active'::text, 'stopped'::text])))
+);
+
+--
+-- Name: members_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.members ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.members_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: messages; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.messages (
+    recipient_id integer NOT NULL,
+    seq bigint NOT NULL,
+    team_id integer NOT NULL,
+    sender_id integer,
+    from_name text NOT NULL,
+    to_name text NOT NULL,
+    request_id text,
+    message_id text,
+    kind text NOT NULL,
+    body bytea NOT NULL,
+    sent_at timestamp with time zone DEFAULT now() NOT NULL,
+    feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL
+);
+
+--
+-- Name: protocol_attempts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.protocol_attempts (
+    id bigint NOT NULL,
+    team_id integer NOT NULL,
+    member_id integer NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    action text NOT NULL,
+    to_name text DEFAULT ''::text NOT NULL,
+    request_id text DEFAULT ''::text NOT NULL,
+    outcome text NOT NULL,
+    rule text DEFAULT ''::text NOT NULL,
+    code text DEFAULT ''::text NOT NULL,
+    message text DEFAULT ''::text NOT NULL,
+    CONSTRAINT protocol_attempts_action_check CHECK (((length(action) >= 1) AND (length(action) <= 64))),
+    CONSTRAINT protocol_attempts_check CHECK (((outcome = 'refused'::text) = (code <> ''::text))),
+    CONSTRAINT protocol_attempts_code_check CHECK ((length(code) <= 64)),
+    CONSTRAINT protocol_attempts_message_check CHECK ((length(message) <= 1024)),
+    CONSTRAINT protocol_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['accepted'::text, 'refused'::text]))),
+    CONSTRAINT protocol_attempts_request_id_check CHECK ((length(request_id) <= 128)),
+    CONSTRAINT protocol_attempts_rule_check CHECK ((length(rule) <= 64)),
+    CONSTRAINT protocol_attempts_to_name_check CHECK ((length(to_name) <= 128))
+);
+
+--
+-- Name: protocol_attempts_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.protocol_attempts ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.protocol_attempts_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: request_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.request_events (
+    feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    team_id integer NOT NULL,
+    request_id text NOT NULL,
+    status text NOT NULL,
+    at timestamp with time zone NOT NULL,
+    CONSTRAINT request_events_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text, 'expired'::text, 'canceled'::text])))
+);
+
+--
+-- Name: requests; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.requests (
+    id text NOT NULL,
+    "position" bigint NOT NULL,
+    team_id integer NOT NULL,
+    kind text NOT NULL,
+    from_id integer NOT NULL,
+    to_id integer NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    request_body bytea NOT NULL,
+    response_body bytea,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    resolved_at timestamp with time zone,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT requests_check CHECK (((status = 'pending'::text) = (resolved_at IS NULL))),
+    CONSTRAINT requests_kind_check CHECK ((kind = ANY (ARRAY['shutdown'::text, 'plan_approval'::text]))),
+    CONSTRAINT requests_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text, 'expired'::text, 'canceled'::text])))
+);
+
+--
+-- Name: requests_position_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.requests ALTER COLUMN "position" ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.requests_position_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: schema_migrations; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.schema_migrations (
+    version integer NOT NULL,
+    name text NOT NULL,
+    applied_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: sends; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.sends (
+    sender_id integer NOT NULL,
+    message_id text NOT NULL,
+    fingerprint bytea NOT NULL,
+    deliveries jsonb,
+    request_id text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: teams; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.teams (
+    id integer NOT NULL,
+    name text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL
+);
+
+--
+-- Name: teams_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.teams ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.teams_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
+-- Name: inboxes inboxes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inboxes
+    ADD CONSTRAINT inboxes_pkey PRIMARY KEY (member_id);
+
+--
+-- Name: member_events member_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.member_events
+    ADD CONSTRAINT member_events_pkey PRIMARY KEY (feed_position);
+
+--
+-- Name: members members_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.members
+    ADD CONSTRAINT members_pkey PRIMARY KEY (id);
+
+--
+-- Name: members members_team_id_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.members
+    ADD CONSTRAINT members_team_id_name_key UNIQUE (team_id, name);
+
+--
+-- Name: members members_token_hash_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.members
+    ADD CONSTRAINT members_token_hash_key UNIQUE (token_hash);
+
+--
+-- Name: messages messages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_pkey PRIMARY KEY (recipient_id, seq);
+
+--
+-- Name: protocol_attempts protocol_attempts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.protocol_attempts
+    ADD CONSTRAINT protocol_attempts_pkey PRIMARY KEY (id);
+
+--
+-- Name: request_events request_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.request_events
+    ADD CONSTRAINT request_events_pkey PRIMARY KEY (feed_position);
+
+--
+-- Name: requests requests_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.requests
+    ADD CONSTRAINT requests_pkey PRIMARY KEY (id);
+
+--
+-- Name: requests requests_position_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.requests
+    ADD CONSTRAINT requests_position_key UNIQUE ("position");
+
+--
+-- Name: schema_migrations schema_migrations_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.schema_migrations
+    ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: sends sends_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sends
+    ADD CONSTRAINT sends_pkey PRIMARY KEY (sender_id, message_id);
+
+--
+-- Name: teams teams_name_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.teams
+    ADD CONSTRAINT teams_name_key UNIQUE (name);
+
+--
+-- Name: teams teams_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.teams
+    ADD CONSTRAINT teams_pkey PRIMARY KEY (id);
+
+--
+-- Name: member_events_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX member_events_by_age ON public.member_events USING btree (at);
+
+--
+-- Name: member_events_feed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX member_events_feed ON public.member_events USING btree (team_id, feed_xid);
+
+--
+-- Name: members_one_lead; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE UNIQUE INDEX members_one_lead ON public.members USING btree (team_id) WHERE (role = 'lead'::text);
+
+--
+-- Name: messages_feed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_feed ON public.messages USING btree (team_id, feed_xid);
+
+--
+-- Name: protocol_attempts_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX protocol_attempts_by_age ON public.protocol_attempts USING btree (at);
+
+--
+-- Name: protocol_attempts_by_member; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX protocol_attempts_by_member ON public.protocol_attempts USING btree (member_id, id DESC);
+
+--
+-- Name: protocol_attempts_by_request; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX protocol_attempts_by_request ON public.protocol_attempts USING btree (team_id, request_id, id DESC) WHERE (request_id <> ''::text);
+
+--
+-- Name: protocol_attempts_by_team; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX protocol_attempts_by_team ON public.protocol_attempts USING btree (team_id, id DESC);
+
+--
+-- Name: request_events_by_request; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX request_events_by_request ON public.request_events USING btree (request_id);
+
+--
+-- Name: request_events_feed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX request_events_feed ON public.request_events USING btree (team_id, feed_xid);
+
+--
+-- Name: requests_by_from; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX requests_by_from ON public.requests USING btree (from_id, "position" DESC);
+
+--
+-- Name: requests_by_team; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX requests_by_team ON public.requests USING btree (team_id, "position" DESC);
+
+--
+-- Name: requests_by_to; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX requests_by_to ON public.requests USING btree (to_id, "position" DESC);
+
+--
+-- Name: requests_finished_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX requests_finished_by_age ON public.requests USING btree (resolved_at) WHERE (status <> 'pending'::text);
+
+--
+-- Name: requests_pending_by_expiry; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX requests_pending_by_expiry ON public.requests USING btree (expires_at) WHERE (status = 'pending'::text);
+
+--
+-- Name: sends_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX sends_by_age ON public.sends USING btree (created_at);
+
+--
+-- Name: protocol_attempts protocol_attempts_no_change; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER protocol_attempts_no_change BEFORE DELETE OR UPDATE ON public.protocol_attempts FOR EACH ROW EXECUTE FUNCTION public.protocol_attempts_append_only();
+
+--
+-- Name: protocol_attempts protocol_attempts_no_truncate; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER protocol_attempts_no_truncate BEFORE TRUNCATE ON public.protocol_attempts FOR EACH STATEMENT EXECUTE FUNCTION public.protocol_attempts_append_only();
+
+--
+-- Name: inboxes inboxes_member_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.inboxes
+    ADD CONSTRAINT inboxes_member_id_fkey FOREIGN KEY (member_id) REFERENCES public.members(id);
+
+--
+-- Name: member_events member_events_member_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.member_events
+    ADD CONSTRAINT member_events_member_id_fkey FOREIGN KEY (member_id) REFERENCES public.members(id);
+
+--
+-- Name: member_events member_events_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.member_events
+    ADD CONSTRAINT member_events_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: members members_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.members
+    ADD CONSTRAINT members_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: messages messages_recipient_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_recipient_id_fkey FOREIGN KEY (recipient_id) REFERENCES public.members(id);
+
+--
+-- Name: messages messages_sender_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_sender_id_fkey FOREIGN KEY (sender_id) REFERENCES public.members(id);
+
+--
+-- Name: messages messages_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.messages
+    ADD CONSTRAINT messages_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: protocol_attempts protocol_attempts_member_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.protocol_attempts
+    ADD CONSTRAINT protocol_attempts_member_id_fkey FOREIGN KEY (member_id) REFERENCES public.members(id);
+
+--
+-- Name: protocol_attempts protocol_attempts_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.protocol_attempts
+    ADD CONSTRAINT protocol_attempts_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: request_events request_events_request_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.request_events
+    ADD CONSTRAINT request_events_request_id_fkey FOREIGN KEY (request_id) REFERENCES public.requests(id) ON DELETE CASCADE;
+
+--
+-- Name: request_events request_events_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.request_events
+    ADD CONSTRAINT request_events_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: requests requests_from_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.requests
+    ADD CONSTRAINT requests_from_id_fkey FOREIGN KEY (from_id) REFERENCES public.members(id);
+
+--
+-- Name: requests requests_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.requests
+    ADD CONSTRAINT requests_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: requests requests_to_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.requests
+    ADD CONSTRAINT requests_to_id_fkey FOREIGN KEY (to_id) REFERENCES public.members(id);
+
+--
+-- Name: sends sends_sender_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.sends
+    ADD CONSTRAINT sends_sender_id_fkey FOREIGN KEY (sender_id) REFERENCES public.members(id);
+
+--
+-- PostgreSQL database dump complete
+--

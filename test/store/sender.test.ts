@@ -1,0 +1,110 @@
+import { expect, it } from "vitest";
+import { DEFAULT_BACKLOG_LIMITS } from "../../server/domain/limits.js";
+import type { Database } from "../../server/store/database.js";
+import { readInbox } from "../../server/store/inbox.js";
+import type { SendInput } from "../../server/store/send.js";
+import { createSender } from "../../server/store/sender.js";
+import { describeEachDatabase } from "../support/harness.js";
+
+const body = (s: string) => new TextEncoder().encode(s);
+
+/**
+ * The real database, counting the statements sent outside a transaction and the
+ * transactions begun: how a send reached it. Every statement still runs.
+ */
+function counting(db: Database) {
+  const counts = { statements: 0, transactions: 0 };
+  const counted: Database = {
+    ...db,
+    kind: db.kind,
+    query: (sql, params) => {
+      counts.statements++;
+      return db.query(sql, params);
+    },
+    transaction: (fn) => {
+      counts.transactions++;
+      return db.transaction(fn);
+    },
+    ping: () => db.ping(),
+    close: () => db.close(),
+  };
+  return { db: counted, counts };
+}
+
+describeEachDatabase("the store's one send()", (env) => {
+  async function sendsFrom(team: string, name: string) {
+    const [row] = await env().db.query<{ id: number; team_id: number }>(
+      "SELECT m.id, m.team_id FROM members m JOIN teams t ON t.id = m.team_id WHERE t.name = $1 AND m.name = $2",
+      [team, name],
+    );
+    if (!row) throw new Error(`no ${name}`);
+    return (to: string, text: string, extra: Partial<SendInput> = {}): SendInput => ({
+      teamId: row.team_id,
+      sender: { id: row.id, name },
+      to,
+      kind: "text",
+      body: body(text),
+      ...extra,
+    });
+  }
+
+  it("plain sends go by group commit: concurrent ones share statements, no transaction of their own", async () => {
+    const t = await env().team("a");
+    const from = await sendsFrom(t.name, "a");
+    const { db, counts } = counting(env().db);
+    const sender = createSender(db, DEFAULT_BACKLOG_LIMITS);
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => sender.send(from("team-lead", `m${i}`))),
+    );
+    // Concurrent sends have no order among them (two statements in flight may take the
+    // inbox lock either way round); together they fill seqs 1..20.
+    const seqs = results.flatMap((r) => r.deliveries.map((d) => Number(d.seq)));
+    expect(seqs.sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(counts.transactions).toBe(0);
+    // Two go at once alone (two batches in flight); the other 18 share the next statement.
+    expect(counts.statements).toBeLessThan(20);
+    const [lead] = await env().db.query<{ id: number }>(
+      "SELECT m.id FROM members m JOIN teams t ON t.id = m.team_id WHERE t.name = $1 AND m.role = 'lead'",
+      [t.name],
+    );
+    const stored = await readInbox(env().db, lead?.id ?? 0, 0n, 100);
+    expect(stored.map((m) => new TextDecoder().decode(m.body)).sort()).toEqual(
+      Array.from({ length: 20 }, (_, i) => `m${i}`).sort(),
+    );
+  });
+
+  it("a send with an idempotency key, a hook or a journal line takes a transaction of its own", async () => {
+    const t = await env().team("a");
+    const from = await sendsFrom(t.name, "a");
+    const { db, counts } = counting(env().db);
+    const sender = createSender(db, DEFAULT_BACKLOG_LIMITS);
+    let hookRan = 0;
+    const keyed = from("team-lead", "keyed", {
+      messageId: "k-1",
+      fingerprint: new Uint8Array(32).fill(1),
+    });
+    const first = await sender.send(keyed);
+    const again = await sender.send(keyed);
+    expect(again).toEqual({ ...first, replayed: true });
+    await sender.send(
+      from("team-lead", "hooked", {
+        beforeCommit: async () => {
+          hookRan++;
+        },
+      }),
+    );
+    await sender.send(
+      from("team-lead", "journaled", {
+        attempt: {
+          teamId: keyed.teamId,
+          memberId: keyed.sender.id,
+          action: "text",
+          outcome: "accepted",
+        },
+      }),
+    );
+    expect(hookRan).toBe(1);
+    expect(counts.transactions).toBe(4);
+    expect(counts.statements).toBe(0);
+  });
+});
