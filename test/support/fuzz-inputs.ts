@@ -305,7 +305,7 @@ export function requestInit(
         leadPermissionMode: enumNumber(r, 4),
       };
     case M.addMember:
-      return { name: name(r, w) };
+      return { name: name(r, w), ...(r.chance(0.3) ? { role: enumNumber(r, 3) } : {}) };
     case M.removeMember:
       return { name: name(r, w, ["worker"]) };
     case M.listMembers:
@@ -325,6 +325,24 @@ export function requestInit(
     }
     case M.subscribe:
       return r.chance(0.7) ? { afterSeq: seq(r) } : {};
+    case M.watchTeam:
+      return {
+        // Empty (the whole kept feed), forged or hostile text; cursors are opaque base64url.
+        cursor: r.weighted<() => string>([
+          [3, () => ""],
+          [
+            2,
+            () =>
+              randomString(
+                r,
+                r.int(40),
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+              ),
+          ],
+          [3, () => r.pick(hostileStrings(r))],
+        ])(),
+        fromNow: r.chance(0.3),
+      };
     case M.readInbox:
       return {
         ...(r.chance(0.6) ? { afterSeq: seq(r) } : {}),
