@@ -79,7 +79,23 @@ export function toEnvelope(team: string, m: StoredMessage): Envelope {
   });
 }
 
-export function toRequestRecord(r: RequestRow): RequestRecord {
+/** What a RequestRecord is made of: a stored request, or the state a feed event moved it to. */
+type RequestRecordFields = Pick<
+  RequestRow,
+  | "id"
+  | "kind"
+  | "teamName"
+  | "fromName"
+  | "toName"
+  | "status"
+  | "requestBody"
+  | "responseBody"
+  | "createdAt"
+  | "resolvedAt"
+  | "expiresAt"
+>;
+
+export function toRequestRecord(r: RequestRecordFields): RequestRecord {
   return create(RequestRecordSchema, {
     requestId: r.id,
     kind: requestKinds[r.kind],
@@ -142,18 +158,11 @@ export function toTeamEvent(team: string, e: FeedEvent): TeamEvent {
         change: {
           case: "request",
           value: create(RequestChangedSchema, {
-            request: create(RequestRecordSchema, {
-              requestId: r.id,
-              kind: requestKinds[r.kind],
-              team,
-              from: r.fromName,
-              to: r.toName,
-              status: requestStatuses[r.status],
-              request: fromBinary(MessageSchema, r.requestBody),
-              ...(r.responseBody ? { response: fromBinary(MessageSchema, r.responseBody) } : {}),
-              createdAt: timestampFromDate(r.createdAt),
-              ...(r.status === "pending" ? {} : { resolvedAt: timestampFromDate(e.at) }),
-              expiresAt: timestampFromDate(r.expiresAt),
+            // The record as this event left it: resolved at the event when it ended it.
+            request: toRequestRecord({
+              ...r,
+              teamName: team,
+              resolvedAt: r.status === "pending" ? null : e.at,
             }),
           }),
         },
