@@ -1,8 +1,9 @@
-import { type Client, Code } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import type { Envelope } from "../gen/team/v1/records_pb.js";
 import type { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { createAcker } from "./acker.js";
 import { type BackoffOptions, createBackoff, sleep } from "./backoff.js";
+import { RETRYABLE_STREAM_CODES } from "./stream-retry.js";
 import { TeamError } from "./team-error.js";
 
 export interface InboxOptions {
@@ -54,18 +55,6 @@ export interface Inbox extends AsyncIterable<Envelope> {
   /** Envelopes received again after a reconnect and dropped. */
   readonly duplicates: number;
 }
-
-// Broken connections, restarts, overload: worth another try. Anything else (revoked token,
-// bad request) will not get better by retrying and ends the iteration with the error.
-const RETRYABLE = new Set([
-  Code.Unavailable,
-  Code.Internal,
-  Code.Unknown,
-  Code.DeadlineExceeded,
-  Code.Aborted,
-  Code.ResourceExhausted,
-  Code.Canceled,
-]);
 
 export function createInbox(rpc: Client<typeof TeamService>, options: InboxOptions = {}): Inbox {
   const autoAck = options.autoAck ?? true;
@@ -146,7 +135,7 @@ export function createInbox(rpc: Client<typeof TeamService>, options: InboxOptio
         if (closed.signal.aborted) return;
         // A clean end is a server stopping gracefully: reconnect as after a break.
         const error = broke === undefined ? undefined : TeamError.fromError(broke);
-        if (error && !RETRYABLE.has(error.code)) throw error;
+        if (error && !RETRYABLE_STREAM_CODES.has(error.code)) throw error;
         const retryInMs = backoff.next();
         report({ state: "disconnected", error, retryInMs });
         await sleep(retryInMs, closed.signal);

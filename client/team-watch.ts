@@ -1,7 +1,8 @@
-import { type Client, Code } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
 import type { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { type BackoffOptions, createBackoff, sleep } from "./backoff.js";
+import { RETRYABLE_STREAM_CODES } from "./stream-retry.js";
 import { TeamError } from "./team-error.js";
 
 export interface TeamWatchOptions {
@@ -43,18 +44,6 @@ export interface TeamWatch extends AsyncIterable<TeamEvent> {
   /** Ends the iteration. */
   close(): void;
 }
-
-// As for the inbox: worth another try, or a refusal that retrying cannot fix (a teammate's
-// token, a revoked one, a forged cursor), which ends the iteration with the error.
-const RETRYABLE = new Set([
-  Code.Unavailable,
-  Code.Internal,
-  Code.Unknown,
-  Code.DeadlineExceeded,
-  Code.Aborted,
-  Code.ResourceExhausted,
-  Code.Canceled,
-]);
 
 export function createTeamWatch(
   rpc: Client<typeof TeamService>,
@@ -114,7 +103,7 @@ export function createTeamWatch(
         if (closed.signal.aborted) return;
         // A clean end is a server stopping gracefully: reconnect as after a break.
         const error = broke === undefined ? undefined : TeamError.fromError(broke);
-        if (error && !RETRYABLE.has(error.code)) throw error;
+        if (error && !RETRYABLE_STREAM_CODES.has(error.code)) throw error;
         const retryInMs = backoff.next();
         report({ state: "disconnected", error, retryInMs });
         await sleep(retryInMs, closed.signal);
