@@ -2,11 +2,9 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTeamClient, type TeamClient } from "../../client/index.js";
-import { migrate } from "../../server/store/migrate.js";
-import { createPgDatabase } from "../../server/store/pg-database.js";
-import { createScratchPgDatabase } from "../support/databases.js";
-import { startTestEnv, type TestEnv, uniqueName } from "../support/harness.js";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { type TestEnv, uniqueName } from "../support/harness.js";
+import { type ProxiedPostgresEnv, startBehindProxy } from "../support/proxied-postgres.js";
+import type { TcpProxy } from "../support/tcp-proxy.js";
 
 /**
  * The client library's half of "nothing acknowledged is lost, nothing is stored twice":
@@ -16,32 +14,17 @@ import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
  * PostgreSQL is cut and restored.
  */
 describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres]", () => {
-  let drop: () => Promise<void>;
+  let proxied: ProxiedPostgresEnv;
   let proxy: TcpProxy;
   let env: TestEnv & { close(): Promise<void> };
 
   beforeAll(async () => {
-    const scratch = await createScratchPgDatabase();
-    drop = scratch.drop;
-    const direct = new URL(scratch.url);
-    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    const viaProxy = new URL(scratch.url);
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String(proxy.port);
-    const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5 });
-    await migrate(db);
-    env = await startTestEnv("postgres", {
-      db,
-      url: viaProxy.toString(),
-      dispose: () => db.close(),
-    });
+    proxied = await startBehindProxy();
+    ({ env, proxy } = proxied);
   });
 
   afterAll(async () => {
-    await env?.close();
-    await env?.db.close();
-    await proxy?.close();
-    await drop?.();
+    await proxied?.close();
   });
 
   /** A client whose send attempts are counted by the code each ended with. */

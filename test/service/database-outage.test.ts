@@ -1,11 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { migrate } from "../../server/store/migrate.js";
 import { createPgDatabase } from "../../server/store/pg-database.js";
 import { createScratchPgDatabase } from "../support/databases.js";
-import { startTestEnv, type TestEnv } from "../support/harness.js";
+import type { TestEnv } from "../support/harness.js";
 import { inbox, text } from "../support/protocol-helpers.js";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { type ProxiedPostgresEnv, startBehindProxy } from "../support/proxied-postgres.js";
+import type { TcpProxy } from "../support/tcp-proxy.js";
 
 /**
  * PostgreSQL goes away under a running server (a proxy in front of it is cut) and comes
@@ -13,32 +13,17 @@ import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
  * itself with nothing lost.
  */
 describe.skipIf(inject("pgAdminUrl") === "")("database outage [postgres]", () => {
-  let drop: () => Promise<void>;
+  let proxied: ProxiedPostgresEnv;
   let proxy: TcpProxy;
   let env: TestEnv & { close(): Promise<void> };
 
   beforeAll(async () => {
-    const scratch = await createScratchPgDatabase();
-    drop = scratch.drop;
-    const direct = new URL(scratch.url);
-    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    const viaProxy = new URL(scratch.url);
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String(proxy.port);
-    const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5 });
-    await migrate(db);
-    env = await startTestEnv(
-      "postgres",
-      { db, url: viaProxy.toString(), dispose: () => db.close() },
-      { heartbeatIntervalMs: 200 },
-    );
+    proxied = await startBehindProxy({ heartbeatIntervalMs: 200 });
+    ({ env, proxy } = proxied);
   });
 
   afterAll(async () => {
-    await env?.close();
-    await env?.db.close();
-    await proxy?.close();
-    await drop?.();
+    await proxied?.close();
   });
 
   it("fails fast with Unavailable while the database is down, and resumes by itself with nothing lost", async () => {

@@ -1,11 +1,9 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
 import type { HealthMonitor } from "../../server/health/health-monitor.js";
-import { migrate } from "../../server/store/migrate.js";
-import { createPgDatabase } from "../../server/store/pg-database.js";
-import { createScratchPgDatabase } from "../support/databases.js";
-import { describeEachDatabase, startTestEnv, type TestEnv } from "../support/harness.js";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
+import { describeEachDatabase, type TestEnv } from "../support/harness.js";
+import { type ProxiedPostgresEnv, startBehindProxy } from "../support/proxied-postgres.js";
+import type { TcpProxy } from "../support/tcp-proxy.js";
 
 // Pings often and with a short deadline, so that a stall of our own loop spans many of them.
 const HEALTH = { pingIntervalMs: 20, pingTimeoutMs: 100 };
@@ -49,32 +47,17 @@ describeEachDatabase(
 
 /** The same server over a proxy to PostgreSQL, so that the database can really go away. */
 describe.skipIf(inject("pgAdminUrl") === "")("health in a real outage [postgres]", () => {
-  let drop: () => Promise<void>;
+  let proxied: ProxiedPostgresEnv;
   let proxy: TcpProxy;
   let env: TestEnv & { close(): Promise<void> };
 
   beforeAll(async () => {
-    const scratch = await createScratchPgDatabase();
-    drop = scratch.drop;
-    const direct = new URL(scratch.url);
-    proxy = await startTcpProxy({ host: direct.hostname, port: Number(direct.port || 5432) });
-    const viaProxy = new URL(scratch.url);
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String(proxy.port);
-    const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5 });
-    await migrate(db);
-    env = await startTestEnv(
-      "postgres",
-      { db, url: viaProxy.toString(), dispose: () => db.close() },
-      { health: HEALTH },
-    );
+    proxied = await startBehindProxy({ health: HEALTH });
+    ({ env, proxy } = proxied);
   });
 
   afterAll(async () => {
-    await env?.close();
-    await env?.db.close();
-    await proxy?.close();
-    await drop?.();
+    await proxied?.close();
   });
 
   it("a database that stops answering (loop free) still turns it NOT_SERVING, and back", async () => {
