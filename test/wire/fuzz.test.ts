@@ -319,7 +319,10 @@ function unexplainedChanges(
       out.push(`member ${n}: acked_seq ${a.ackedSeq}, but successful acks explain ${ackedSeq}`);
     }
     if (!b) continue;
-    if (a.role !== b.role) out.push(`member ${n}: role ${b.role} -> ${a.role}`);
+    // A removed member re-added by AddMember takes the role it asked for (teammate or observer).
+    if (a.role !== b.role && !added.has(n)) {
+      out.push(`member ${n}: role ${b.role} -> ${a.role} by no successful AddMember`);
+    }
     if (b.status === "active" && a.status === "stopped" && !removed.has(n) && !shutDown.has(n)) {
       out.push(`member ${n} was stopped by no successful RemoveMember or shutdown approval`);
     }
