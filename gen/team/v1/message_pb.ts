@@ -12,7 +12,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file team/v1/message.proto.
  */
 export const file_team_v1_message: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtL3YxL21lc3NhZ2UucHJvdG8SB3RlYW0udjEikQMKB01lc3NhZ2USDgoEdGV4dBgBIAEoCUgAEjgKEHNodXRkb3duX3JlcXVlc3QYAiABKAsyHC50ZWFtLnYxLlNodXRkb3duUmVxdWVzdEJvZHlIABI6ChFzaHV0ZG93bl9yZXNwb25zZRgDIAEoCzIdLnRlYW0udjEuU2h1dGRvd25SZXNwb25zZUJvZHlIABJBChVwbGFuX2FwcHJvdmFsX3JlcXVlc3QYBCABKAsyIC50ZWFtLnYxLlBsYW5BcHByb3ZhbFJlcXVlc3RCb2R5SAASQwoWcGxhbl9hcHByb3ZhbF9yZXNwb25zZRgFIAEoCzIhLnRlYW0udjEuUGxhbkFwcHJvdmFsUmVzcG9uc2VCb2R5SAASOgoRdGFza19ub3RpZmljYXRpb24YBiABKAsyHS50ZWFtLnYxLlRhc2tOb3RpZmljYXRpb25Cb2R5SAASNAoOcmVxdWVzdF91cGRhdGUYByABKAsyGi50ZWFtLnYxLlJlcXVlc3RVcGRhdGVCb2R5SABCBgoEa2luZCIlChNTaHV0ZG93blJlcXVlc3RCb2R5Eg4KBnJlYXNvbhgBIAEoCSJLChRTaHV0ZG93blJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSDgoGcmVhc29uGAMgASgJIicKF1BsYW5BcHByb3ZhbFJlcXVlc3RCb2R5EgwKBHBsYW4YASABKAkigwEKGFBsYW5BcHByb3ZhbFJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSEAoIZmVlZGJhY2sYAyABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZSK0AQoUVGFza05vdGlmaWNhdGlvbkJvZHkSDwoHdGFza19pZBgBIAEoCRIjCgZzdGF0dXMYAiABKA4yEy50ZWFtLnYxLlRhc2tTdGF0dXMSEwoLZGVzY3JpcHRpb24YAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIOCgZyZXN1bHQYBSABKAkSDQoFZXJyb3IYBiABKAkSIQoFdXNhZ2UYByABKAsyEi50ZWFtLnYxLlRhc2tVc2FnZSJJCglUYXNrVXNhZ2USFAoMdG90YWxfdG9rZW5zGAEgASgEEhEKCXRvb2xfdXNlcxgCIAEoBBITCgtkdXJhdGlvbl9tcxgDIAEoBCKDAQoRUmVxdWVzdFVwZGF0ZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIiCgRraW5kGAIgASgOMhQudGVhbS52MS5SZXF1ZXN0S2luZBImCgZzdGF0dXMYAyABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSDgoGZGV0YWlsGAQgASgJQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_team_v1_enums]);
+  fileDesc("ChV0ZWFtL3YxL21lc3NhZ2UucHJvdG8SB3RlYW0udjEizQYKB01lc3NhZ2USDgoEdGV4dBgBIAEoCUgAEjgKEHNodXRkb3duX3JlcXVlc3QYAiABKAsyHC50ZWFtLnYxLlNodXRkb3duUmVxdWVzdEJvZHlIABI6ChFzaHV0ZG93bl9yZXNwb25zZRgDIAEoCzIdLnRlYW0udjEuU2h1dGRvd25SZXNwb25zZUJvZHlIABJBChVwbGFuX2FwcHJvdmFsX3JlcXVlc3QYBCABKAsyIC50ZWFtLnYxLlBsYW5BcHByb3ZhbFJlcXVlc3RCb2R5SAASQwoWcGxhbl9hcHByb3ZhbF9yZXNwb25zZRgFIAEoCzIhLnRlYW0udjEuUGxhbkFwcHJvdmFsUmVzcG9uc2VCb2R5SAASOgoRdGFza19ub3RpZmljYXRpb24YBiABKAsyHS50ZWFtLnYxLlRhc2tOb3RpZmljYXRpb25Cb2R5SAASNAoOcmVxdWVzdF91cGRhdGUYByABKAsyGi50ZWFtLnYxLlJlcXVlc3RVcGRhdGVCb2R5SAASOwoSdGFza19jbGFpbV9yZXF1ZXN0GAggASgLMh0udGVhbS52MS5UYXNrQ2xhaW1SZXF1ZXN0Qm9keUgAEj0KE3Rhc2tfY2xhaW1fcmVzcG9uc2UYCSABKAsyHi50ZWFtLnYxLlRhc2tDbGFpbVJlc3BvbnNlQm9keUgAEi4KC3Rhc2tfYXNzaWduGAogASgLMhcudGVhbS52MS5UYXNrQXNzaWduQm9keUgAEj8KFHRhc2tfaGFuZG9mZl9yZXF1ZXN0GAsgASgLMh8udGVhbS52MS5UYXNrSGFuZG9mZlJlcXVlc3RCb2R5SAASQQoVdGFza19oYW5kb2ZmX3Jlc3BvbnNlGAwgASgLMiAudGVhbS52MS5UYXNrSGFuZG9mZlJlc3BvbnNlQm9keUgAEkMKFnJlc3VsdF9zaWdub2ZmX3JlcXVlc3QYDSABKAsyIS50ZWFtLnYxLlJlc3VsdFNpZ25vZmZSZXF1ZXN0Qm9keUgAEkUKF3Jlc3VsdF9zaWdub2ZmX3Jlc3BvbnNlGA4gASgLMiIudGVhbS52MS5SZXN1bHRTaWdub2ZmUmVzcG9uc2VCb2R5SABCBgoEa2luZCIlChNTaHV0ZG93blJlcXVlc3RCb2R5Eg4KBnJlYXNvbhgBIAEoCSJLChRTaHV0ZG93blJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSDgoGcmVhc29uGAMgASgJIicKF1BsYW5BcHByb3ZhbFJlcXVlc3RCb2R5EgwKBHBsYW4YASABKAkigwEKGFBsYW5BcHByb3ZhbFJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSEAoIZmVlZGJhY2sYAyABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZSK0AQoUVGFza05vdGlmaWNhdGlvbkJvZHkSDwoHdGFza19pZBgBIAEoCRIjCgZzdGF0dXMYAiABKA4yEy50ZWFtLnYxLlRhc2tTdGF0dXMSEwoLZGVzY3JpcHRpb24YAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIOCgZyZXN1bHQYBSABKAkSDQoFZXJyb3IYBiABKAkSIQoFdXNhZ2UYByABKAsyEi50ZWFtLnYxLlRhc2tVc2FnZSJJCglUYXNrVXNhZ2USFAoMdG90YWxfdG9rZW5zGAEgASgEEhEKCXRvb2xfdXNlcxgCIAEoBBITCgtkdXJhdGlvbl9tcxgDIAEoBCKDAQoRUmVxdWVzdFVwZGF0ZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIiCgRraW5kGAIgASgOMhQudGVhbS52MS5SZXF1ZXN0S2luZBImCgZzdGF0dXMYAyABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSDgoGZGV0YWlsGAQgASgJIjUKFFRhc2tDbGFpbVJlcXVlc3RCb2R5Eg8KB3Rhc2tfaWQYASABKAkSDAoEbm90ZRgCIAEoCSJMChVUYXNrQ2xhaW1SZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEg4KBnJlYXNvbhgDIAEoCSIvCg5UYXNrQXNzaWduQm9keRIPCgd0YXNrX2lkGAEgASgJEgwKBG5vdGUYAiABKAkiNwoWVGFza0hhbmRvZmZSZXF1ZXN0Qm9keRIPCgd0YXNrX2lkGAEgASgJEgwKBG5vdGUYAiABKAkiTQoXVGFza0hhbmRvZmZSZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZhY2NlcHQYAiABKAgSDgoGcmVhc29uGAMgASgJIkwKGFJlc3VsdFNpZ25vZmZSZXF1ZXN0Qm9keRIPCgd0YXNrX2lkGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdzdW1tYXJ5GAMgASgJIlIKGVJlc3VsdFNpZ25vZmZSZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEhAKCGZlZWRiYWNrGAMgASgJQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_team_v1_enums]);
 
 /**
  * Message is what one member sends another: plain text or one of the structured
@@ -89,6 +89,67 @@ export type Message = Message$1<"team.v1.Message"> & {
      */
     value: RequestUpdateBody;
     case: "requestUpdate";
+  } | {
+    /**
+     * A teammate asks the lead for a task: on approval it becomes the task's one owner.
+     * The server assigns the request_id. Refused while the task has an owner or another
+     * pending claim (rule one-owner, naming them).
+     *
+     * @generated from field: team.v1.TaskClaimRequestBody task_claim_request = 8;
+     */
+    value: TaskClaimRequestBody;
+    case: "taskClaimRequest";
+  } | {
+    /**
+     * The lead's answer to a task_claim_request. Only the lead may send it.
+     *
+     * @generated from field: team.v1.TaskClaimResponseBody task_claim_response = 9;
+     */
+    value: TaskClaimResponseBody;
+    case: "taskClaimResponse";
+  } | {
+    /**
+     * The lead gives a task to a teammate directly (the Send's `to`), without a claim.
+     * Recorded as an approved task_assign request in the task's history.
+     *
+     * @generated from field: team.v1.TaskAssignBody task_assign = 10;
+     */
+    value: TaskAssignBody;
+    case: "taskAssign";
+  } | {
+    /**
+     * A task's owner asks another active teammate (the Send's `to`) to take the task
+     * over, or gives it back to the lead. The server assigns the request_id.
+     *
+     * @generated from field: team.v1.TaskHandoffRequestBody task_handoff_request = 11;
+     */
+    value: TaskHandoffRequestBody;
+    case: "taskHandoffRequest";
+  } | {
+    /**
+     * The addressee's answer to a task_handoff_request. Acceptance moves ownership.
+     *
+     * @generated from field: team.v1.TaskHandoffResponseBody task_handoff_response = 12;
+     */
+    value: TaskHandoffResponseBody;
+    case: "taskHandoffResponse";
+  } | {
+    /**
+     * A task's owner asks the lead to sign off its result. The server assigns the
+     * request_id.
+     *
+     * @generated from field: team.v1.ResultSignoffRequestBody result_signoff_request = 13;
+     */
+    value: ResultSignoffRequestBody;
+    case: "resultSignoffRequest";
+  } | {
+    /**
+     * The lead's answer to a result_signoff_request. Approval makes the task done.
+     *
+     * @generated from field: team.v1.ResultSignoffResponseBody result_signoff_response = 14;
+     */
+    value: ResultSignoffResponseBody;
+    case: "resultSignoffResponse";
   } | { case: undefined; value?: undefined };
 };
 
@@ -362,4 +423,232 @@ export type RequestUpdateBody = Message$1<"team.v1.RequestUpdateBody"> & {
  */
 export const RequestUpdateBodySchema: GenMessage<RequestUpdateBody> = /*@__PURE__*/
   messageDesc(file_team_v1_message, 7);
+
+/**
+ * A teammate asks the lead to become a task's owner. Tasks live in the agents' own task
+ * list; the server records who holds which task id and enforces who may move it.
+ *
+ * @generated from message team.v1.TaskClaimRequestBody
+ */
+export type TaskClaimRequestBody = Message$1<"team.v1.TaskClaimRequestBody"> & {
+  /**
+   * The task, as the team names it: 1 to 128 characters, no control characters.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * Why this teammate, or how it will go about it (optional, shown to the lead).
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message team.v1.TaskClaimRequestBody.
+ * Use `create(TaskClaimRequestBodySchema)` to create a new message.
+ */
+export const TaskClaimRequestBodySchema: GenMessage<TaskClaimRequestBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 8);
+
+/**
+ * The lead's answer to a task claim.
+ *
+ * @generated from message team.v1.TaskClaimResponseBody
+ */
+export type TaskClaimResponseBody = Message$1<"team.v1.TaskClaimResponseBody"> & {
+  /**
+   * The request being answered (Envelope.request_id of the task_claim_request).
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * true: the requester owns the task from now on; false: the task stays unowned.
+   *
+   * @generated from field: bool approve = 2;
+   */
+  approve: boolean;
+
+  /**
+   * Required (non-blank) when approve is false.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message team.v1.TaskClaimResponseBody.
+ * Use `create(TaskClaimResponseBodySchema)` to create a new message.
+ */
+export const TaskClaimResponseBodySchema: GenMessage<TaskClaimResponseBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 9);
+
+/**
+ * The lead assigns a task directly to the Send's addressee, which becomes its owner.
+ *
+ * @generated from message team.v1.TaskAssignBody
+ */
+export type TaskAssignBody = Message$1<"team.v1.TaskAssignBody"> & {
+  /**
+   * The task: 1 to 128 characters, no control characters.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * What the lead wants done (optional, shown to the new owner).
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message team.v1.TaskAssignBody.
+ * Use `create(TaskAssignBodySchema)` to create a new message.
+ */
+export const TaskAssignBodySchema: GenMessage<TaskAssignBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 10);
+
+/**
+ * A task's owner hands the task to the Send's addressee (another active teammate), or
+ * gives it back to the lead (then, once accepted, the task is unowned again).
+ *
+ * @generated from message team.v1.TaskHandoffRequestBody
+ */
+export type TaskHandoffRequestBody = Message$1<"team.v1.TaskHandoffRequestBody"> & {
+  /**
+   * The task the caller owns.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * Where the work stands, for the next owner.
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message team.v1.TaskHandoffRequestBody.
+ * Use `create(TaskHandoffRequestBodySchema)` to create a new message.
+ */
+export const TaskHandoffRequestBodySchema: GenMessage<TaskHandoffRequestBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 11);
+
+/**
+ * The addressee's answer to a task handoff.
+ *
+ * @generated from message team.v1.TaskHandoffResponseBody
+ */
+export type TaskHandoffResponseBody = Message$1<"team.v1.TaskHandoffResponseBody"> & {
+  /**
+   * The request being answered (Envelope.request_id of the task_handoff_request).
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * true: ownership moves to the addressee (or, for the lead, the task becomes unowned);
+   * false: the owner keeps it.
+   *
+   * @generated from field: bool accept = 2;
+   */
+  accept: boolean;
+
+  /**
+   * Required (non-blank) when accept is false.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message team.v1.TaskHandoffResponseBody.
+ * Use `create(TaskHandoffResponseBodySchema)` to create a new message.
+ */
+export const TaskHandoffResponseBodySchema: GenMessage<TaskHandoffResponseBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 12);
+
+/**
+ * A task's owner asks the lead to sign off its result.
+ *
+ * @generated from message team.v1.ResultSignoffRequestBody
+ */
+export type ResultSignoffRequestBody = Message$1<"team.v1.ResultSignoffRequestBody"> & {
+  /**
+   * The task the caller owns.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * The result, for the lead to check. At most 256 KiB.
+   *
+   * @generated from field: string result = 2;
+   */
+  result: string;
+
+  /**
+   * One line for the lead (optional).
+   *
+   * @generated from field: string summary = 3;
+   */
+  summary: string;
+};
+
+/**
+ * Describes the message team.v1.ResultSignoffRequestBody.
+ * Use `create(ResultSignoffRequestBodySchema)` to create a new message.
+ */
+export const ResultSignoffRequestBodySchema: GenMessage<ResultSignoffRequestBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 13);
+
+/**
+ * The lead's answer to a result sign-off.
+ *
+ * @generated from message team.v1.ResultSignoffResponseBody
+ */
+export type ResultSignoffResponseBody = Message$1<"team.v1.ResultSignoffResponseBody"> & {
+  /**
+   * The request being answered (Envelope.request_id of the result_signoff_request).
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * true: the task is done (nobody can claim, assign or hand it off again);
+   * false: the owner keeps the task and should act on the feedback.
+   *
+   * @generated from field: bool approve = 2;
+   */
+  approve: boolean;
+
+  /**
+   * What to change. Required (non-blank) when approve is false.
+   *
+   * @generated from field: string feedback = 3;
+   */
+  feedback: string;
+};
+
+/**
+ * Describes the message team.v1.ResultSignoffResponseBody.
+ * Use `create(ResultSignoffResponseBodySchema)` to create a new message.
+ */
+export const ResultSignoffResponseBodySchema: GenMessage<ResultSignoffResponseBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 14);
 

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
+import type { AttemptOutcome, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/records.proto.
  */
 export const file_team_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAlCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
+  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAkitwEKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIMCgR0ZWFtGAIgASgJEiEKBXN0YXRlGAMgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSDQoFb3duZXIYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
 
 /**
  * A member of a team, as ListMembers shows it. Tokens are never shown here.
@@ -325,4 +325,60 @@ export type Attempt = Message<"team.v1.Attempt"> & {
  */
 export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
   messageDesc(file_team_v1_records, 3);
+
+/**
+ * A task as the server records it: who holds it and where it stands. A task is recorded
+ * by the first claim or assignment that names its id.
+ *
+ * @generated from message team.v1.Task
+ */
+export type Task = Message<"team.v1.Task"> & {
+  /**
+   * The task's id, as the team names it.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * The team's name.
+   *
+   * @generated from field: string team = 2;
+   */
+  team: string;
+
+  /**
+   * @generated from field: team.v1.TaskState state = 3;
+   */
+  state: TaskState;
+
+  /**
+   * The member that holds it (claimed), or that held it when it was signed off (done);
+   * "" while unowned.
+   *
+   * @generated from field: string owner = 4;
+   */
+  owner: string;
+
+  /**
+   * When the task was first recorded.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * When its state or owner last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 6;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message team.v1.Task.
+ * Use `create(TaskSchema)` to create a new message.
+ */
+export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
+  messageDesc(file_team_v1_records, 4);
 

@@ -6,13 +6,13 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, MemberRole, PermissionMode, RequestKind, RequestStatus } from "./enums_pb.js";
+import type { AttemptOutcome, MemberRole, PermissionMode, RequestKind, RequestStatus, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { TeamEvent } from "./feed_pb.js";
 import { file_team_v1_feed } from "./feed_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
-import type { Attempt, Envelope, Member, RequestRecord } from "./records_pb.js";
+import type { Attempt, Envelope, Member, RequestRecord, Task } from "./records_pb.js";
 import { file_team_v1_records } from "./records_pb.js";
 import { file_team_v1_rule_violation } from "./rule_violation_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/team_service.proto.
  */
 export const file_team_v1_team_service: GenFile = /*@__PURE__*/
-  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKE0F3YWl0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIqCgd0aW1lb3V0GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFEF3YWl0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiKgoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSJAChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKKAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZtZW1iZXIYASABKAkSKAoHb3V0Y29tZRgCIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSEgoKcmVxdWVzdF9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJTChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIiCghhdHRlbXB0cxgBIAMoCzIQLnRlYW0udjEuQXR0ZW1wdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiNAoQV2F0Y2hUZWFtUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSEAoIZnJvbV9ub3cYAiABKAgiEAoOV2F0Y2hIZWFydGJlYXQifgoRV2F0Y2hUZWFtUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEiMKBWV2ZW50GAIgASgLMhIudGVhbS52MS5UZWFtRXZlbnRIABIsCgloZWFydGJlYXQYAyABKAsyFy50ZWFtLnYxLldhdGNoSGVhcnRiZWF0SABCBgoEa2luZDLkBwoLVGVhbVNlcnZpY2USRQoKQ3JlYXRlVGVhbRIaLnRlYW0udjEuQ3JlYXRlVGVhbVJlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJCCglBZGRNZW1iZXISGS50ZWFtLnYxLkFkZE1lbWJlclJlcXVlc3QaGi50ZWFtLnYxLkFkZE1lbWJlclJlc3BvbnNlEksKDFJlbW92ZU1lbWJlchIcLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBodLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USSAoLTGlzdE1lbWJlcnMSGy50ZWFtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBocLnRlYW0udjEuTGlzdE1lbWJlcnNSZXNwb25zZRIzCgRTZW5kEhQudGVhbS52MS5TZW5kUmVxdWVzdBoVLnRlYW0udjEuU2VuZFJlc3BvbnNlEkQKCVN1YnNjcmliZRIZLnRlYW0udjEuU3Vic2NyaWJlUmVxdWVzdBoaLnRlYW0udjEuU3Vic2NyaWJlUmVzcG9uc2UwARJCCglSZWFkSW5ib3gSGS50ZWFtLnYxLlJlYWRJbmJveFJlcXVlc3QaGi50ZWFtLnYxLlJlYWRJbmJveFJlc3BvbnNlEjAKA0FjaxITLnRlYW0udjEuQWNrUmVxdWVzdBoULnRlYW0udjEuQWNrUmVzcG9uc2USRQoKR2V0UmVxdWVzdBIaLnRlYW0udjEuR2V0UmVxdWVzdFJlcXVlc3QaGy50ZWFtLnYxLkdldFJlcXVlc3RSZXNwb25zZRJLCgxMaXN0UmVxdWVzdHMSHC50ZWFtLnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHS50ZWFtLnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEksKDEF3YWl0UmVxdWVzdBIcLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVxdWVzdBodLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVzcG9uc2USTgoNQ2FuY2VsUmVxdWVzdBIdLnRlYW0udjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHi50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXNwb25zZRJLCgxMaXN0QXR0ZW1wdHMSHC50ZWFtLnYxLkxpc3RBdHRlbXB0c1JlcXVlc3QaHS50ZWFtLnYxLkxpc3RBdHRlbXB0c1Jlc3BvbnNlEkQKCVdhdGNoVGVhbRIZLnRlYW0udjEuV2F0Y2hUZWFtUmVxdWVzdBoaLnRlYW0udjEuV2F0Y2hUZWFtUmVzcG9uc2UwAUIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
+  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiEKDkdldFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiVwoPR2V0VGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2sSJwoHaGlzdG9yeRgCIAMoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCJrChBMaXN0VGFza3NSZXF1ZXN0Eg0KBW93bmVyGAEgASgJEiEKBXN0YXRlGAIgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiSgoRTGlzdFRhc2tzUmVzcG9uc2USHAoFdGFza3MYASADKAsyDS50ZWFtLnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKE0F3YWl0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIqCgd0aW1lb3V0GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFEF3YWl0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiKgoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSJAChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKKAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZtZW1iZXIYASABKAkSKAoHb3V0Y29tZRgCIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSEgoKcmVxdWVzdF9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJTChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIiCghhdHRlbXB0cxgBIAMoCzIQLnRlYW0udjEuQXR0ZW1wdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiNAoQV2F0Y2hUZWFtUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSEAoIZnJvbV9ub3cYAiABKAgiEAoOV2F0Y2hIZWFydGJlYXQifgoRV2F0Y2hUZWFtUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEiMKBWV2ZW50GAIgASgLMhIudGVhbS52MS5UZWFtRXZlbnRIABIsCgloZWFydGJlYXQYAyABKAsyFy50ZWFtLnYxLldhdGNoSGVhcnRiZWF0SABCBgoEa2luZDLmCAoLVGVhbVNlcnZpY2USRQoKQ3JlYXRlVGVhbRIaLnRlYW0udjEuQ3JlYXRlVGVhbVJlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJCCglBZGRNZW1iZXISGS50ZWFtLnYxLkFkZE1lbWJlclJlcXVlc3QaGi50ZWFtLnYxLkFkZE1lbWJlclJlc3BvbnNlEksKDFJlbW92ZU1lbWJlchIcLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBodLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USSAoLTGlzdE1lbWJlcnMSGy50ZWFtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBocLnRlYW0udjEuTGlzdE1lbWJlcnNSZXNwb25zZRIzCgRTZW5kEhQudGVhbS52MS5TZW5kUmVxdWVzdBoVLnRlYW0udjEuU2VuZFJlc3BvbnNlEkQKCVN1YnNjcmliZRIZLnRlYW0udjEuU3Vic2NyaWJlUmVxdWVzdBoaLnRlYW0udjEuU3Vic2NyaWJlUmVzcG9uc2UwARJCCglSZWFkSW5ib3gSGS50ZWFtLnYxLlJlYWRJbmJveFJlcXVlc3QaGi50ZWFtLnYxLlJlYWRJbmJveFJlc3BvbnNlEjAKA0FjaxITLnRlYW0udjEuQWNrUmVxdWVzdBoULnRlYW0udjEuQWNrUmVzcG9uc2USRQoKR2V0UmVxdWVzdBIaLnRlYW0udjEuR2V0UmVxdWVzdFJlcXVlc3QaGy50ZWFtLnYxLkdldFJlcXVlc3RSZXNwb25zZRJLCgxMaXN0UmVxdWVzdHMSHC50ZWFtLnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHS50ZWFtLnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEksKDEF3YWl0UmVxdWVzdBIcLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVxdWVzdBodLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVzcG9uc2USTgoNQ2FuY2VsUmVxdWVzdBIdLnRlYW0udjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHi50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXNwb25zZRI8CgdHZXRUYXNrEhcudGVhbS52MS5HZXRUYXNrUmVxdWVzdBoYLnRlYW0udjEuR2V0VGFza1Jlc3BvbnNlEkIKCUxpc3RUYXNrcxIZLnRlYW0udjEuTGlzdFRhc2tzUmVxdWVzdBoaLnRlYW0udjEuTGlzdFRhc2tzUmVzcG9uc2USSwoMTGlzdEF0dGVtcHRzEhwudGVhbS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0QXR0ZW1wdHNSZXNwb25zZRJECglXYXRjaFRlYW0SGS50ZWFtLnYxLldhdGNoVGVhbVJlcXVlc3QaGi50ZWFtLnYxLldhdGNoVGVhbVJlc3BvbnNlMAFCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
 
 /**
  * @generated from message team.v1.CreateTeamRequest
@@ -306,7 +306,8 @@ export type SendResponse = Message<"team.v1.SendResponse"> & {
   seq: bigint;
 
   /**
-   * For a protocol request (shutdown_request, plan_approval_request), the request_id
+   * For a protocol request (shutdown_request, plan_approval_request, task_claim_request,
+   * task_assign, task_handoff_request, result_signoff_request), the request_id
    * the server assigned (the answer must carry it); for an answer, the request it
    * answered. "" for text and task notifications.
    *
@@ -631,6 +632,117 @@ export const ListRequestsResponseSchema: GenMessage<ListRequestsResponse> = /*@_
   messageDesc(file_team_v1_team_service, 21);
 
 /**
+ * @generated from message team.v1.GetTaskRequest
+ */
+export type GetTaskRequest = Message<"team.v1.GetTaskRequest"> & {
+  /**
+   * The task to fetch.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+};
+
+/**
+ * Describes the message team.v1.GetTaskRequest.
+ * Use `create(GetTaskRequestSchema)` to create a new message.
+ */
+export const GetTaskRequestSchema: GenMessage<GetTaskRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 22);
+
+/**
+ * @generated from message team.v1.GetTaskResponse
+ */
+export type GetTaskResponse = Message<"team.v1.GetTaskResponse"> & {
+  /**
+   * @generated from field: team.v1.Task task = 1;
+   */
+  task?: Task | undefined;
+
+  /**
+   * Every request that named this task (claims, assignments, handoffs, sign-offs), oldest
+   * first, in whatever state each is now.
+   *
+   * @generated from field: repeated team.v1.RequestRecord history = 2;
+   */
+  history: RequestRecord[];
+};
+
+/**
+ * Describes the message team.v1.GetTaskResponse.
+ * Use `create(GetTaskResponseSchema)` to create a new message.
+ */
+export const GetTaskResponseSchema: GenMessage<GetTaskResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 23);
+
+/**
+ * @generated from message team.v1.ListTasksRequest
+ */
+export type ListTasksRequest = Message<"team.v1.ListTasksRequest"> & {
+  /**
+   * Only tasks this member holds (or held when done). Unset: the lead sees all, a
+   * teammate its own and unowned ones.
+   *
+   * @generated from field: string owner = 1;
+   */
+  owner: string;
+
+  /**
+   * Only tasks in this state (unset: any).
+   *
+   * @generated from field: team.v1.TaskState state = 2;
+   */
+  state: TaskState;
+
+  /**
+   * At most this many tasks (default 50, at most 500).
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message team.v1.ListTasksRequest.
+ * Use `create(ListTasksRequestSchema)` to create a new message.
+ */
+export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 24);
+
+/**
+ * @generated from message team.v1.ListTasksResponse
+ */
+export type ListTasksResponse = Message<"team.v1.ListTasksResponse"> & {
+  /**
+   * Most recently changed first.
+   *
+   * @generated from field: repeated team.v1.Task tasks = 1;
+   */
+  tasks: Task[];
+
+  /**
+   * Pass as page_token for the next page; "" when there is none.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message team.v1.ListTasksResponse.
+ * Use `create(ListTasksResponseSchema)` to create a new message.
+ */
+export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 25);
+
+/**
  * @generated from message team.v1.AwaitRequestRequest
  */
 export type AwaitRequestRequest = Message<"team.v1.AwaitRequestRequest"> & {
@@ -654,7 +766,7 @@ export type AwaitRequestRequest = Message<"team.v1.AwaitRequestRequest"> & {
  * Use `create(AwaitRequestRequestSchema)` to create a new message.
  */
 export const AwaitRequestRequestSchema: GenMessage<AwaitRequestRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 22);
+  messageDesc(file_team_v1_team_service, 26);
 
 /**
  * @generated from message team.v1.AwaitRequestResponse
@@ -673,7 +785,7 @@ export type AwaitRequestResponse = Message<"team.v1.AwaitRequestResponse"> & {
  * Use `create(AwaitRequestResponseSchema)` to create a new message.
  */
 export const AwaitRequestResponseSchema: GenMessage<AwaitRequestResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 23);
+  messageDesc(file_team_v1_team_service, 27);
 
 /**
  * @generated from message team.v1.CancelRequestRequest
@@ -692,7 +804,7 @@ export type CancelRequestRequest = Message<"team.v1.CancelRequestRequest"> & {
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 24);
+  messageDesc(file_team_v1_team_service, 28);
 
 /**
  * @generated from message team.v1.CancelRequestResponse
@@ -711,7 +823,7 @@ export type CancelRequestResponse = Message<"team.v1.CancelRequestResponse"> & {
  * Use `create(CancelRequestResponseSchema)` to create a new message.
  */
 export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 25);
+  messageDesc(file_team_v1_team_service, 29);
 
 /**
  * @generated from message team.v1.ListAttemptsRequest
@@ -759,7 +871,7 @@ export type ListAttemptsRequest = Message<"team.v1.ListAttemptsRequest"> & {
  * Use `create(ListAttemptsRequestSchema)` to create a new message.
  */
 export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 26);
+  messageDesc(file_team_v1_team_service, 30);
 
 /**
  * @generated from message team.v1.ListAttemptsResponse
@@ -785,7 +897,7 @@ export type ListAttemptsResponse = Message<"team.v1.ListAttemptsResponse"> & {
  * Use `create(ListAttemptsResponseSchema)` to create a new message.
  */
 export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 27);
+  messageDesc(file_team_v1_team_service, 31);
 
 /**
  * @generated from message team.v1.WatchTeamRequest
@@ -813,7 +925,7 @@ export type WatchTeamRequest = Message<"team.v1.WatchTeamRequest"> & {
  * Use `create(WatchTeamRequestSchema)` to create a new message.
  */
 export const WatchTeamRequestSchema: GenMessage<WatchTeamRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 28);
+  messageDesc(file_team_v1_team_service, 32);
 
 /**
  * An idle-stream heartbeat: nothing new in the team. Its response's cursor is current.
@@ -828,7 +940,7 @@ export type WatchHeartbeat = Message<"team.v1.WatchHeartbeat"> & {
  * Use `create(WatchHeartbeatSchema)` to create a new message.
  */
 export const WatchHeartbeatSchema: GenMessage<WatchHeartbeat> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 29);
+  messageDesc(file_team_v1_team_service, 33);
 
 /**
  * @generated from message team.v1.WatchTeamResponse
@@ -870,7 +982,7 @@ export type WatchTeamResponse = Message<"team.v1.WatchTeamResponse"> & {
  * Use `create(WatchTeamResponseSchema)` to create a new message.
  */
 export const WatchTeamResponseSchema: GenMessage<WatchTeamResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 30);
+  messageDesc(file_team_v1_team_service, 34);
 
 /**
  * TeamService gives a team of agents (one lead, any number of teammates) durable
@@ -1017,6 +1129,27 @@ export const TeamService: GenService<{
     methodKind: "unary";
     input: typeof CancelRequestRequestSchema;
     output: typeof CancelRequestResponseSchema;
+  },
+  /**
+   * The lead sees any task; a teammate a task it holds (or held when it was done) and
+   * unowned ones. Returns the task and its history of requests.
+   *
+   * @generated from rpc team.v1.TeamService.GetTask
+   */
+  getTask: {
+    methodKind: "unary";
+    input: typeof GetTaskRequestSchema;
+    output: typeof GetTaskResponseSchema;
+  },
+  /**
+   * Lists tasks: the lead sees the team's, a teammate its own and unowned ones.
+   *
+   * @generated from rpc team.v1.TeamService.ListTasks
+   */
+  listTasks: {
+    methodKind: "unary";
+    input: typeof ListTasksRequestSchema;
+    output: typeof ListTasksResponseSchema;
   },
   /**
    * Lists the protocol journal: every protocol step a member attempted (a Send of a
