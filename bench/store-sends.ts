@@ -7,8 +7,11 @@
  * without a message_id (the TypeScript client gives every send one). What the main bench's
  * throughput scenario cannot reach here is not the store's doing.
  *
- * Beside each figure: the commits it took (pg_stat_database.xact_commit, so also what the
- * group commit shares), and the CPU split between this process and the PostgreSQL backends
+ * After each send, the recipients and the team are woken through the cluster bus, as the
+ * Send handler does: its coalesced NOTIFY to other replicas is a commit of its own.
+ *
+ * Beside each figure: the commits it took (pg_stat_database.xact_commit: the sends' batches
+ * and the bus's NOTIFYs), and the CPU split between this process and the PostgreSQL backends
  * serving its pool (their /proc stat; the WAL writer and the checkpointer are not counted).
  * Prints a table; writes JSON to bench/results/store-sends.json (or --out).
  */
@@ -17,6 +20,11 @@ import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { Command } from "commander";
+import { type ClusterBus, createClusterBus } from "../server/inbox/cluster-bus.js";
+import { createInboxHub } from "../server/inbox/hub.js";
+import { createRequestWaiters } from "../server/inbox/request-waiters.js";
+import { createTeamHub } from "../server/inbox/team-hub.js";
+import { silentLogger } from "../server/logger.js";
 import type { Database } from "../server/store/database.js";
 import { ack, inboxPosition } from "../server/store/inbox.js";
 import { addMember, createTeam } from "../server/store/members.js";
@@ -66,6 +74,15 @@ async function main(): Promise<void> {
     });
     cleanups.add("close the store", () => db.close());
     await migrate(db);
+    const bus = createClusterBus({
+      db,
+      hub: createInboxHub(),
+      waiters: createRequestWaiters(),
+      teams: createTeamHub(),
+      logger: silentLogger(),
+    });
+    cleanups.add("close the cluster bus", () => bus.close());
+    await bus.ready;
     const startLoad = loadAverage1m();
     const team = await makeTeam(db, 64);
     const runs: StoreRun[] = [];
@@ -74,6 +91,7 @@ async function main(): Promise<void> {
         for (const concurrency of o.concurrency.split(",").map(Number)) {
           const run = await closedLoop(
             db,
+            bus,
             team,
             { pattern, keyed, concurrency },
             Number(o.seconds),
@@ -128,6 +146,7 @@ async function makeTeam(db: Database, teammates: number): Promise<Team> {
 
 async function closedLoop(
   db: Database,
+  bus: ClusterBus,
   team: Team,
   shape: { pattern: Pattern; keyed: boolean; concurrency: number },
   seconds: number,
@@ -174,7 +193,9 @@ async function closedLoop(
           ...(shape.keyed ? { messageId: `${run}-${i}-${k}`, fingerprint: randomBytes(32) } : {}),
         };
         try {
-          await sender.send(input);
+          const result = await sender.send(input);
+          bus.hub.wake(result.deliveries.map((d) => d.memberId));
+          bus.teams.wake([team.teamId]);
         } catch (err) {
           errors++;
           firstError ??= (err as Error).message;
