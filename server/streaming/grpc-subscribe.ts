@@ -2,7 +2,11 @@ import type http2 from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import {
+  contentTypeProto,
+  parseTimeout,
+  setTrailerStatus,
+} from "@connectrpc/connect/protocol-grpc";
 import {
   SubscribeRequestSchema,
   SubscribeResponseSchema,
@@ -19,7 +23,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Database } from "../store/database.js";
 
-const PATH = `/${TeamService.typeName}/${TeamService.method.subscribe.name}`;
+export const GRPC_SUBSCRIBE_PATH = `/${TeamService.typeName}/${TeamService.method.subscribe.name}`;
 const METHOD = `${TeamService.typeName}/${TeamService.method.subscribe.name}`;
 const METHOD_NAME = TeamService.method.subscribe.name;
 /** A SubscribeRequest is a few bytes; anything near this is not one. */
@@ -31,7 +35,7 @@ const MAX_REQUEST_BYTES = 64 * 1024;
  * compression) goes to connect-node as before.
  */
 export function isGrpcSubscribe(headers: http2.IncomingHttpHeaders): boolean {
-  if (headers[":method"] !== "POST" || headers[":path"] !== PATH) return false;
+  if (headers[":method"] !== "POST" || headers[":path"] !== GRPC_SUBSCRIBE_PATH) return false;
   const type = headers["content-type"];
   const encoding = headers["grpc-encoding"];
   return (
@@ -74,7 +78,8 @@ export async function serveGrpcSubscribe(
     if (headersSent) return;
     headersSent = true;
     stream.respond(
-      { ":status": 200, "content-type": headers["content-type"] ?? "application/grpc" },
+      // What connect's gRPC handler answers for protobuf, whatever the request said.
+      { ":status": 200, "content-type": contentTypeProto },
       { waitForTrailers: true },
     );
   };
