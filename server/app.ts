@@ -18,7 +18,8 @@ import {
 import { loadConsoleAssets } from "./http/console-assets.js";
 import type { RawStreams } from "./http/http-server.js";
 import { createOriginGuard } from "./http/origin-guard.js";
-import { contextValuesFor } from "./http/slow-consumer-guard.js";
+import { contextValuesFor, responseCutKey } from "./http/slow-consumer-guard.js";
+import { writePressureKey } from "./http/write-pressure.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { createRequestWaiters, type RequestWaiters } from "./inbox/request-waiters.js";
@@ -41,11 +42,7 @@ import { serveReflection } from "./reflection/server-reflection.js";
 import type { Database } from "./store/database.js";
 import { inboxBacklog, requestsByStatus } from "./store/metrics-queries.js";
 import { createGrpcCalls } from "./streaming/grpc-calls.js";
-import {
-  GRPC_SUBSCRIBE_PATH,
-  isGrpcSubscribe,
-  serveGrpcSubscribe,
-} from "./streaming/grpc-subscribe.js";
+import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.js";
 
 /** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
 export const READ_MAX_BYTES = 1024 * 1024;
@@ -282,7 +279,7 @@ export function createApp(options: AppOptions): App {
     },
     rawStreams() {
       if (options.grpcFastPath === false) return undefined;
-      const fast = { db, cache: callers, touch, deliveries, logger, metrics };
+      const subscribeDeps = { db, cache: callers, touch, deliveries, logger, metrics };
       return createGrpcCalls({
         service: TeamService,
         impl,
@@ -291,15 +288,15 @@ export function createApp(options: AppOptions): App {
           interceptors,
           readMaxBytes: READ_MAX_BYTES,
           acceptCompression: ACCEPT_COMPRESSION,
-          contextValues: () => createContextValues(),
+          contextValues: (cut, pressure) =>
+            createContextValues().set(responseCutKey, cut).set(writePressureKey, pressure),
         },
-        streams: {
-          path: GRPC_SUBSCRIBE_PATH,
+        handWritten: {
           accepts: isGrpcSubscribe,
           serve: (stream, headers, cut) => {
             // It answers every error itself; what escapes is a bug: logged, the stream
             // reset, the process kept.
-            serveGrpcSubscribe(stream, headers, cut, fast).catch((err: unknown) => {
+            serveGrpcSubscribe(stream, headers, cut, subscribeDeps).catch((err: unknown) => {
               logger.error(
                 { event: "rpc_error", method: "Subscribe", err },
                 "stream handler failed",

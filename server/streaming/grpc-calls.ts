@@ -6,6 +6,7 @@ import { parseContentType } from "@connectrpc/connect/protocol-grpc";
 import type { RawStreams } from "../http/http-server.js";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
 import type { Logger } from "../logger.js";
+import { serveServerStream } from "./grpc-server-stream.js";
 import { type CallPipeline, type GrpcMethod, serveUnary } from "./grpc-unary.js";
 
 export interface GrpcCallsOptions<S extends DescService> {
@@ -14,17 +15,17 @@ export interface GrpcCallsOptions<S extends DescService> {
   impl: Partial<ServiceImpl<S>>;
   pipeline: CallPipeline;
   /**
-   * Streams of the service's server-streaming methods this path serves itself (gRPC
-   * Subscribe); others go to connect-node.
+   * Streams served by their own code instead, when it accepts them: gRPC Subscribe, whose
+   * idle streams through the pipeline held twice the memory (grpc-subscribe.ts says why).
    */
-  streams?: RawStreams & { path: string };
+  handWritten?: RawStreams;
   logger: Logger;
 }
 
 /**
- * gRPC calls of one service served on the bare HTTP/2 stream: every unary method the
- * service's descriptor has (a method added to the proto is served without a line here),
- * through the app's one call pipeline. A stream is taken when it is a POST to a method of
+ * gRPC calls of one service served on the bare HTTP/2 stream: every unary and
+ * server-streaming method the service's descriptor has (a method added to the proto is
+ * served without a line here), through the app's one call pipeline. A stream is taken when it is a POST to a method of
  * the service with a gRPC content type (application/grpc, +proto, +json); everything else
  * (Connect, gRPC-Web, other services such as health and reflection) goes to connect-node.
  * A path under the service that names no method is answered 404 here, as connect-node's
@@ -33,24 +34,23 @@ export interface GrpcCallsOptions<S extends DescService> {
 export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions<S>): RawStreams {
   const { pipeline, logger } = options;
   const spec = createServiceImplSpec(options.service, options.impl);
-  const unary = new Map<string, { proto: GrpcMethod; json: GrpcMethod }>();
+  const served = new Map<string, { proto: GrpcMethod; json: GrpcMethod }>();
   for (const methodSpec of Object.values(spec.methods)) {
-    if (methodSpec.kind !== "unary") continue;
+    // Client and bidi streams (none in this service) are left to connect-node.
+    if (methodSpec.kind !== "unary" && methodSpec.kind !== "server_streaming") continue;
     const serialization = createMethodSerializationLookup(methodSpec.method, undefined, undefined, {
       readMaxBytes: pipeline.readMaxBytes,
       writeMaxBytes: 0xffffffff,
     });
-    unary.set(`/${options.service.typeName}/${methodSpec.method.name}`, {
+    served.set(`/${options.service.typeName}/${methodSpec.method.name}`, {
       proto: { spec: methodSpec, serialization, binary: true },
       json: { spec: methodSpec, serialization, binary: false },
     });
   }
   const servicePrefix = `/${options.service.typeName}/`;
-  const streams = options.streams;
   const methodPaths = new Set(options.service.methods.map((m) => `${servicePrefix}${m.name}`));
-  /** Served here: the unary methods, the streams handed in, and paths that name no method. */
-  const servedHere = (path: string) =>
-    unary.has(path) || path === streams?.path || !methodPaths.has(path);
+  /** Served here: the methods above, and paths that name no method. */
+  const servedHere = (path: string) => served.has(path) || !methodPaths.has(path);
   const report = (path: string | undefined, stream: http2.ServerHttp2Stream) => (err: unknown) => {
     // Every call answers its own errors; what escapes is a bug: logged, the stream reset,
     // the process kept.
@@ -59,21 +59,21 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
   };
   return {
     accepts(headers) {
+      if (options.handWritten?.accepts(headers)) return true;
       if (headers[":method"] !== "POST") return false;
       const path = headers[":path"];
       if (path === undefined || !path.startsWith(servicePrefix) || !servedHere(path)) {
         return false;
       }
-      if (path === streams?.path) return streams.accepts(headers);
       return parseContentType(headers["content-type"] ?? null) !== undefined;
     },
     serve(stream, headers, cut) {
-      const path = headers[":path"] as string;
-      if (streams && path === streams.path) {
-        streams.serve(stream, headers, cut);
+      if (options.handWritten?.accepts(headers)) {
+        options.handWritten.serve(stream, headers, cut);
         return;
       }
-      const method = unary.get(path);
+      const path = headers[":path"] as string;
+      const method = served.get(path);
       if (!method) {
         // No such method (accepts() leaves the others to connect-node): what connect-node's
         // fallback answers, and the body read and dropped.
@@ -83,9 +83,9 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
         return;
       }
       const type = parseContentType(headers["content-type"] ?? null);
-      serveUnary(stream, headers, cut, type?.binary ? method.proto : method.json, pipeline).catch(
-        report(path, stream),
-      );
+      const chosen = type?.binary ? method.proto : method.json;
+      const serve = chosen.spec.kind === "unary" ? serveUnary : serveServerStream;
+      serve(stream, headers, cut, chosen, pipeline).catch(report(path, stream));
     },
   };
 }

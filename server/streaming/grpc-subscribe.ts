@@ -62,6 +62,14 @@ export interface GrpcSubscribeDeps {
  * same delivery loop (handlers/subscribe.ts) writes gRPC frames directly: a 5-byte prefix
  * and the protobuf message, then the status in the trailers, errors encoded by connect's own
  * gRPC helpers, so clients see exactly what connect-node would send.
+ *
+ * It is the one gRPC call not run through the app's interceptor array (grpc-calls.ts serves
+ * the others that way): through it (grpc-server-stream.ts) an idle stream held 20.6 KB of
+ * heap instead of 10.5 KB (docs/architecture.md, One call pipeline). So it does by hand what
+ * the interceptors would (authenticate, reportCallError, observeCallEnd; the send rate and
+ * the journal concern unary calls, and a stream's rules are checked by its handler, on
+ * both paths), and test/wire/call-pipeline.test.ts compares
+ * its answers with connect-node's like every other method's.
  */
 export async function serveGrpcSubscribe(
   stream: http2.ServerHttp2Stream,

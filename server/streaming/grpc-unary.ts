@@ -23,6 +23,7 @@ import {
   headerGrpcStatus,
   parseTimeout,
 } from "@connectrpc/connect/protocol-grpc";
+import type { WritePressure } from "../http/write-pressure.js";
 import { readOneMessage } from "./grpc-request.js";
 import { endResponse, envelopeOf, setErrorTrailers } from "./grpc-response.js";
 
@@ -35,7 +36,7 @@ export interface CallPipeline {
   /** Encodings accepted and offered, in connect-node's order (gzip, br). */
   acceptCompression: Compression[];
   /** The call's context values, as the connect adapter gives them (cut signal, pressure). */
-  contextValues(cut: AbortSignal | undefined): ContextValues;
+  contextValues(cut: AbortSignal | undefined, pressure: WritePressure | undefined): ContextValues;
 }
 
 /** One method of the service as the bare-stream path serves it. */
@@ -106,7 +107,7 @@ export async function serveUnary(
     url,
     responseHeader: { "content-type": binary ? contentTypeProto : contentTypeJson },
     responseTrailer: { [headerGrpcStatus]: grpcStatusOk },
-    contextValues: pipeline.contextValues(cut),
+    contextValues: pipeline.contextValues(cut, undefined),
   });
   if (compression.response) context.responseHeader.set(headerEncoding, compression.response.name);
   // The client reset the stream before the answer: the handler sees its signal abort.
