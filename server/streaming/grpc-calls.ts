@@ -6,8 +6,9 @@ import { parseContentType } from "@connectrpc/connect/protocol-grpc";
 import type { RawStreams } from "../http/http-server.js";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
 import type { Logger } from "../logger.js";
+import type { CallPipeline, GrpcMethod } from "./grpc-call-context.js";
 import { serveServerStream } from "./grpc-server-stream.js";
-import { type CallPipeline, type GrpcMethod, serveUnary } from "./grpc-unary.js";
+import { serveUnary } from "./grpc-unary.js";
 
 export interface GrpcCallsOptions<S extends DescService> {
   service: S;

@@ -1,17 +1,11 @@
 import type http2 from "node:http2";
-import { Code, ConnectError, createHandlerContext, type MethodImplSpec } from "@connectrpc/connect";
+import { Code, ConnectError, type MethodImplSpec } from "@connectrpc/connect";
 import { transformInvokeImplementation } from "@connectrpc/connect/protocol";
-import {
-  contentTypeJson,
-  contentTypeProto,
-  grpcStatusOk,
-  headerEncoding,
-  headerGrpcStatus,
-} from "@connectrpc/connect/protocol-grpc";
 import { createWritePressure } from "../http/write-pressure.js";
+import { type CallPipeline, createCallContext, type GrpcMethod } from "./grpc-call-context.js";
 import { readOneMessage } from "./grpc-request.js";
 import { endResponse, envelopeOf, sendHeaders, setErrorTrailers } from "./grpc-response.js";
-import { type CallPipeline, callHeaders, type GrpcMethod } from "./grpc-unary.js";
+import { clientGone } from "./grpc-unary.js";
 
 /**
  * One server-streaming gRPC call (Subscribe, WatchTeam) on the bare HTTP/2 stream, through
@@ -34,22 +28,14 @@ export async function serveServerStream(
   pipeline: CallPipeline,
 ): Promise<void> {
   const { spec, serialization, binary } = method;
-  const { requestHeader, timeout, compression, url } = callHeaders(headers, pipeline);
   const pressure = createWritePressure();
-  const context = createHandlerContext({
-    service: spec.method.parent,
-    method: spec.method,
-    requestMethod: "POST",
-    protocolName: "grpc",
-    ...(timeout.timeoutMs === undefined ? {} : { timeoutMs: timeout.timeoutMs }),
-    requestHeader,
-    url,
-    responseHeader: { "content-type": binary ? contentTypeProto : contentTypeJson },
-    responseTrailer: { [headerGrpcStatus]: grpcStatusOk },
-    contextValues: pipeline.contextValues(cut, pressure),
-  });
-  if (compression.response) context.responseHeader.set(headerEncoding, compression.response.name);
-  const onClose = () => context.abort(new ConnectError("the client went away", Code.Canceled));
+  const { context, timeout, compression } = createCallContext(
+    headers,
+    method,
+    pipeline,
+    pipeline.contextValues(cut, pressure),
+  );
+  const onClose = () => context.abort(clientGone());
   stream.once("close", onClose);
   let read = false;
   const input: AsyncIterable<unknown> = {

@@ -1,82 +1,12 @@
 import type http2 from "node:http2";
-import type { DescMessage } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  type ContextValues,
-  createHandlerContext,
-  type Interceptor,
-  type MethodImplSpec,
-} from "@connectrpc/connect";
-import {
-  type Compression,
-  compressionNegotiate,
-  invokeUnaryImplementation,
-  type MethodSerializationLookup,
-} from "@connectrpc/connect/protocol";
-import {
-  contentTypeJson,
-  contentTypeProto,
-  grpcStatusOk,
-  headerAcceptEncoding,
-  headerEncoding,
-  headerGrpcStatus,
-  parseTimeout,
-} from "@connectrpc/connect/protocol-grpc";
-import type { WritePressure } from "../http/write-pressure.js";
+import { Code, ConnectError, type MethodImplSpec } from "@connectrpc/connect";
+import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
+import { type CallPipeline, createCallContext, type GrpcMethod } from "./grpc-call-context.js";
 import { readOneMessage } from "./grpc-request.js";
 import { endResponse, envelopeOf, setErrorTrailers } from "./grpc-response.js";
 
-/** What every gRPC call of the service shares: the app's one pipeline and the wire limits. */
-export interface CallPipeline {
-  /** The same interceptor array connect-node's router runs (app.ts builds it once). */
-  interceptors: Interceptor[];
-  /** connect's readMaxBytes. */
-  readMaxBytes: number;
-  /** Encodings accepted and offered, in connect-node's order (gzip, br). */
-  acceptCompression: Compression[];
-  /** The call's context values, as the connect adapter gives them (cut signal, pressure). */
-  contextValues(cut: AbortSignal | undefined, pressure: WritePressure | undefined): ContextValues;
-}
-
-/** One method of the service as the bare-stream path serves it. */
-export interface GrpcMethod {
-  spec: MethodImplSpec;
-  serialization: MethodSerializationLookup<DescMessage, DescMessage>;
-  /** Whether the request is protobuf (else JSON: application/grpc+json). */
-  binary: boolean;
-}
-
 /** The reason a call's signal aborts with when its client reset the stream mid-call. */
-const clientGone = () => new ConnectError("the client went away", Code.Canceled);
-
-const one = (value: string | string[] | undefined): string | null =>
-  value === undefined ? null : Array.isArray(value) ? (value[0] ?? null) : value;
-
-/**
- * The parts of a gRPC call connect's handler derives from its request headers. The header
- * list is handed to createHandlerContext as pairs (it makes the one WHATWG Headers of the
- * call from them), pseudo-headers left out as connect-node does.
- */
-export function callHeaders(headers: http2.IncomingHttpHeaders, pipeline: CallPipeline) {
-  const requestHeader: [string, string][] = [];
-  for (const key in headers) {
-    if (key.charCodeAt(0) === 58 /* ":" */) continue;
-    const value = headers[key];
-    if (value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) requestHeader.push([key, v]);
-    else requestHeader.push([key, String(value)]);
-  }
-  const timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
-  const compression = compressionNegotiate(
-    pipeline.acceptCompression,
-    one(headers["grpc-encoding"]),
-    one(headers["grpc-accept-encoding"]),
-    headerAcceptEncoding,
-  );
-  const url = `http://${headers[":authority"] ?? ""}${headers[":path"] ?? ""}`;
-  return { requestHeader, timeout, compression, url };
-}
+export const clientGone = () => new ConnectError("the client went away", Code.Canceled);
 
 /**
  * One unary gRPC call on the bare HTTP/2 stream, through the same steps as connect's gRPC
@@ -96,20 +26,12 @@ export async function serveUnary(
   pipeline: CallPipeline,
 ): Promise<void> {
   const { spec, serialization, binary } = method;
-  const { requestHeader, timeout, compression, url } = callHeaders(headers, pipeline);
-  const context = createHandlerContext({
-    service: spec.method.parent,
-    method: spec.method,
-    requestMethod: "POST",
-    protocolName: "grpc",
-    ...(timeout.timeoutMs === undefined ? {} : { timeoutMs: timeout.timeoutMs }),
-    requestHeader,
-    url,
-    responseHeader: { "content-type": binary ? contentTypeProto : contentTypeJson },
-    responseTrailer: { [headerGrpcStatus]: grpcStatusOk },
-    contextValues: pipeline.contextValues(cut, undefined),
-  });
-  if (compression.response) context.responseHeader.set(headerEncoding, compression.response.name);
+  const { context, timeout, compression } = createCallContext(
+    headers,
+    method,
+    pipeline,
+    pipeline.contextValues(cut, undefined),
+  );
   // The client reset the stream before the answer: the handler sees its signal abort.
   const onClose = () => context.abort(clientGone());
   stream.once("close", onClose);
