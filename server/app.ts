@@ -12,6 +12,7 @@ import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor
 import { serveHealth } from "./health/health-service.js";
 import { createConnectAdapter, type NodeHandler } from "./http/connect-adapter.js";
 import { loadConsoleAssets } from "./http/console-assets.js";
+import { createHostGuard } from "./http/host-guard.js";
 import type { RawStreams } from "./http/http-server.js";
 import { createOriginGuard } from "./http/origin-guard.js";
 import { contextValuesFor } from "./http/slow-consumer-guard.js";
@@ -88,6 +89,12 @@ export interface AppOptions {
    * are not browsers.
    */
   consoleAllowedOrigins?: readonly string[];
+  /**
+   * Names browsers may reach the server by (the Host header; DNS rebinding, http/host-guard.ts),
+   * besides localhost, *.localhost, IP addresses and the hosts of `consoleAllowedOrigins`.
+   * Default none. Clients that are not browsers may use any name.
+   */
+  allowedHosts?: readonly string[];
 }
 
 export interface App {
@@ -259,11 +266,20 @@ export function createApp(options: AppOptions): App {
         },
         logger,
       });
-      // The web console's files at `/`, and the browser's cross-origin rules for the rest.
+      // A browser that reached us by a name we are not known by is refused first (DNS
+      // rebinding: even the console's files), then come the console's files at `/`, and the
+      // browser's cross-origin rules for the rest.
+      const consoleOrigins = options.consoleAllowedOrigins ?? [];
+      const hosts = createHostGuard([
+        ...(options.allowedHosts ?? []),
+        ...consoleOrigins.map((origin) => new URL(origin).hostname),
+      ]);
       const consoleFiles = loadConsoleAssets();
-      const origins = createOriginGuard(options.consoleAllowedOrigins ?? []);
+      const origins = createOriginGuard(consoleOrigins);
       return (req, res) => {
-        if (consoleFiles.serve(req, res) || origins.answer(req, res)) return;
+        if (hosts.answer(req, res) || consoleFiles.serve(req, res) || origins.answer(req, res)) {
+          return;
+        }
         connect(req, res);
       };
     },

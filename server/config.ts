@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_BACKLOG_LIMITS, MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
+import { ALLOWED_HOSTS_ENV } from "./http/host-guard.js";
 import { parseDatabaseUrl } from "./store/database-url.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from "./store/pg-database.js";
 
@@ -35,6 +36,8 @@ export interface Config {
   retentionIntervalMs: number;
   /** Web origins whose pages may call the service (CORS); empty: none but our own console. */
   consoleAllowedOrigins: string[];
+  /** Names browsers may reach the server by, besides localhost and IP addresses (DNS rebinding). */
+  allowedHosts: string[];
   logLevel: string;
 }
 
@@ -90,6 +93,25 @@ const originList = (name: string) => (value: string) =>
         );
       }
       return url.origin;
+    });
+
+/**
+ * A comma-separated list of host names (what a browser sends in Host, without the port):
+ * letters, digits, dots, dashes; no wildcard, so that each allowed name is a choice.
+ */
+const hostList = (name: string) => (value: string) =>
+  value
+    .split(",")
+    .map((item) => item.trim().toLowerCase())
+    .filter((item) => item !== "")
+    .map((item) => {
+      if (!/^[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/.test(item)) {
+        throw new InvalidArgumentError(
+          `${name} takes host names such as team.example.com (no scheme, port or wildcard, ` +
+            `comma-separated), got "${item}"`,
+        );
+      }
+      return item;
     });
 
 const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
@@ -318,6 +340,16 @@ function createProgram(name = "team-protocols"): Command {
         .default([])
         .argParser(originList("CONSOLE_ALLOWED_ORIGINS")),
     )
+    .addOption(
+      new Option(
+        "--allowed-hosts <names>",
+        "names browsers may reach the server by, comma-separated, besides localhost, IP " +
+          "addresses, HOST and the hosts of CONSOLE_ALLOWED_ORIGINS (DNS rebinding; default: none)",
+      )
+        .env(ALLOWED_HOSTS_ENV)
+        .default([])
+        .argParser(hostList(ALLOWED_HOSTS_ENV)),
+    )
     .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -353,6 +385,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     journalRetentionDays: o.journalRetentionDays,
     retentionIntervalMs: o.retentionIntervalMs,
     consoleAllowedOrigins: o.consoleAllowedOrigins,
+    allowedHosts: o.allowedHosts,
     logLevel: o.logLevel,
   };
 }

@@ -38,6 +38,8 @@ export async function run(
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     consoleAllowedOrigins: config.consoleAllowedOrigins,
+    // The bound address is a name the operator chose: browsers may use it.
+    allowedHosts: [...config.allowedHosts, config.host],
     inboxBacklog: {
       maxMessages: config.maxInboxBacklog,
       maxBytes: config.maxInboxBacklogBytes,
