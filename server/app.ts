@@ -63,8 +63,9 @@ export interface AppOptions {
    */
   callerCacheTtlMs?: number;
   /**
-   * Deletes acked messages, finished requests and idempotency keys after `days`, journal
-   * lines after `journalDays` (0: keep), checking every `intervalMs`. Default 30, 30, 1 h.
+   * Deletes acked messages, finished requests, idempotency keys and member events after
+   * `days`, journal lines after `journalDays` (0: keep), checking every `intervalMs`.
+   * Default 30, 30, 1 h.
    */
   retention?: { days: number; journalDays: number; intervalMs: number };
   /** Sends per member per second and the burst allowed (perSecond 0: no limit). Default 100, 200. */

@@ -310,7 +310,8 @@ function createProgram(name = "team-protocols"): Command {
     .addOption(
       new Option(
         "--retention-days <days>",
-        "delete acked messages, finished requests and idempotency keys older than this (0: keep)",
+        "delete acked messages, finished requests, idempotency keys and member events older " +
+          "than this (0: keep)",
       )
         .env("RETENTION_DAYS")
         .default(30)
