@@ -16,6 +16,7 @@ import {
   type WatchTeamResponse,
   WatchTeamResponseSchema,
 } from "../../gen/team/v1/team_service_pb.js";
+import { FAST_BACKOFF, silence, take } from "../support/scripted-streams.js";
 
 /**
  * The team watch's recovery (client/team-watch.ts over client/resumable-stream.ts), against a
@@ -33,11 +34,6 @@ const event = (cursor: string) =>
 const heartbeat = (cursor: string) =>
   create(WatchTeamResponseSchema, { cursor, kind: { case: "heartbeat", value: {} } });
 
-const silence = (ctx: HandlerContext) =>
-  new Promise<never>((_, reject) => {
-    ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
-  });
-
 function scriptedServer(scripts: Script[]) {
   const watches: { cursor: string; fromNow: boolean }[] = [];
   const transport = createRouterTransport(({ service }) => {
@@ -53,16 +49,7 @@ function scriptedServer(scripts: Script[]) {
   return { rpc: createClient(TeamService, transport), watches };
 }
 
-const fast = { initialMs: 1, maxMs: 10 };
-
-async function take(source: AsyncIterable<{ position: bigint }>, count: number) {
-  const positions: bigint[] = [];
-  for await (const e of source) {
-    positions.push(e.position);
-    if (positions.length === count) break;
-  }
-  return positions;
-}
+const positionOf = (e: { position: bigint }) => e.position;
 
 describe("the team watch's recovery", () => {
   it("resumes from the last cursor (a heartbeat's too) after a break, a clean end and a silent stream", async () => {
@@ -88,11 +75,11 @@ describe("the team watch's recovery", () => {
     const statuses: TeamWatchStatus[] = [];
     const watch = createTeamWatch(server.rpc, {
       fromNow: true,
-      backoff: fast,
+      backoff: FAST_BACKOFF,
       idleTimeoutMs: 50,
       onStatus: (s) => statuses.push(s),
     });
-    expect(await take(watch, 4)).toEqual([1n, 3n, 4n, 5n]);
+    expect(await take(watch, 4, positionOf)).toEqual([1n, 3n, 4n, 5n]);
     expect(server.watches).toEqual([
       { cursor: "", fromNow: true },
       { cursor: "c2", fromNow: false },
@@ -113,8 +100,8 @@ describe("the team watch's recovery", () => {
         throw new ConnectError("[watch-lead-or-observer] not for teammates", Code.PermissionDenied);
       },
     ]);
-    const watch = createTeamWatch(server.rpc, { backoff: fast });
-    const ended = await take(watch, 1).then(
+    const watch = createTeamWatch(server.rpc, { backoff: FAST_BACKOFF });
+    const ended = await take(watch, 1, positionOf).then(
       () => undefined,
       (err: unknown) => err,
     );
