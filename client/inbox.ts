@@ -1,10 +1,10 @@
 import type { Client } from "@connectrpc/connect";
 import type { Envelope } from "../gen/team/v1/records_pb.js";
-import type { TeamService } from "../gen/team/v1/team_service_pb.js";
+import type { SubscribeResponse, TeamService } from "../gen/team/v1/team_service_pb.js";
 import { createAcker } from "./acker.js";
-import { type BackoffOptions, createBackoff, sleep } from "./backoff.js";
-import { RETRYABLE_STREAM_CODES } from "./stream-retry.js";
-import { TeamError } from "./team-error.js";
+import type { BackoffOptions } from "./backoff.js";
+import { resumableStream } from "./resumable-stream.js";
+import type { TeamError } from "./team-error.js";
 
 export interface InboxOptions {
   /** Start after this seq. Unset: after the member's ack cursor (where it left off). */
@@ -70,75 +70,42 @@ export function createInbox(rpc: Client<typeof TeamService>, options: InboxOptio
   let duplicates = 0;
   let iterating = false;
 
-  const backoff = createBackoff(options.backoff);
-
-  /** One stream: yields new envelopes until it ends, or breaks (then `onBreak` has why). */
-  async function* stream(onBreak: (err: unknown) => void): AsyncGenerator<Envelope> {
-    const attempt = new AbortController();
-    const stop = () => attempt.abort();
-    closed.signal.addEventListener("abort", stop, { once: true });
-    connects++;
-    report({ state: "connecting", afterSeq: lastSeq });
-    const request = lastSeq === undefined ? {} : { afterSeq: lastSeq };
-    const events = rpc.subscribe(request, { signal: attempt.signal })[Symbol.asyncIterator]();
-    // One read is always in flight, also while the consumer handles an envelope, so the end
-    // of a stream is read as soon as it arrives. connect-node does not free a stream that the
-    // server has ended but whose end nobody read when it is aborted (it counts as open, and
-    // its HTTP/2 connection then keeps the process alive): a teammate that approves its own
-    // shutdown and leaves the loop would never exit.
-    const read = () => {
-      const next = events.next();
-      next.catch(() => {}); // seen by the await below; an abort must not go unhandled
-      return next;
-    };
-    let pending = read();
-    let first = true;
-    try {
-      for (;;) {
-        const next = await within(pending, idleTimeoutMs, stop);
-        if (next.done) return;
-        pending = read();
-        if (first) {
-          first = false;
-          backoff.reset();
-          report({ state: "connected" });
-          acker.kick(); // acks that failed while the server was away
-        }
-        const event = next.value.event;
-        // A heartbeat names the stream's cursor: where to resume if nothing came yet.
-        if (event.case === "heartbeat" && lastSeq === undefined) lastSeq = event.value.lastSeq;
-        if (event.case !== "envelope") continue;
-        if (lastSeq !== undefined && event.value.seq <= lastSeq) {
-          duplicates++;
-          continue;
-        }
-        lastSeq = event.value.seq;
-        yield event.value;
-      }
-    } catch (err) {
-      onBreak(err);
-    } finally {
-      closed.signal.removeEventListener("abort", stop);
-      attempt.abort(); // the consumer left mid-stream: end the HTTP stream too
+  /** A response of the stream: the envelope to hand out, if it is new. */
+  const onResponse = ({ event }: SubscribeResponse): Envelope | undefined => {
+    // A heartbeat names the stream's cursor: where to resume if nothing came yet.
+    if (event.case === "heartbeat" && lastSeq === undefined) lastSeq = event.value.lastSeq;
+    if (event.case !== "envelope") return undefined;
+    if (lastSeq !== undefined && event.value.seq <= lastSeq) {
+      duplicates++;
+      return undefined;
     }
-  }
+    lastSeq = event.value.seq;
+    return event.value;
+  };
 
   async function* envelopes(): AsyncGenerator<Envelope> {
     try {
-      while (!closed.signal.aborted) {
-        let broke: unknown;
-        for await (const envelope of stream((err) => (broke = err))) {
-          yield envelope;
-          if (autoAck) acker.ack(envelope.seq);
-          if (closed.signal.aborted) return;
-        }
-        if (closed.signal.aborted) return;
-        // A clean end is a server stopping gracefully: reconnect as after a break.
-        const error = broke === undefined ? undefined : TeamError.fromError(broke);
-        if (error && !RETRYABLE_STREAM_CODES.has(error.code)) throw error;
-        const retryInMs = backoff.next();
-        report({ state: "disconnected", error, retryInMs });
-        await sleep(retryInMs, closed.signal);
+      const stream = resumableStream({
+        open: (signal) =>
+          rpc.subscribe(lastSeq === undefined ? {} : { afterSeq: lastSeq }, { signal }),
+        onResponse,
+        closed: closed.signal,
+        backoff: options.backoff,
+        idleTimeoutMs,
+        onStatus(status) {
+          if (status.state === "connecting") {
+            connects++;
+            report({ state: "connecting", afterSeq: lastSeq });
+            return;
+          }
+          report(status);
+          if (status.state === "connected") acker.kick(); // acks that failed while it was away
+        },
+      });
+      for await (const envelope of stream) {
+        yield envelope;
+        // The loop body that received it has finished.
+        if (autoAck) acker.ack(envelope.seq);
       }
     } finally {
       options.signal?.removeEventListener("abort", onAbort);
@@ -170,14 +137,4 @@ export function createInbox(rpc: Client<typeof TeamService>, options: InboxOptio
       return duplicates;
     },
   };
-}
-
-/** The stream's next event, or an abort of the attempt when none comes within `ms`. */
-async function within<T>(next: Promise<T>, ms: number, abort: () => void): Promise<T> {
-  const timer = setTimeout(abort, ms);
-  try {
-    return await next;
-  } finally {
-    clearTimeout(timer);
-  }
 }

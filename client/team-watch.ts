@@ -1,9 +1,9 @@
 import type { Client } from "@connectrpc/connect";
 import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
-import type { TeamService } from "../gen/team/v1/team_service_pb.js";
-import { type BackoffOptions, createBackoff, sleep } from "./backoff.js";
-import { RETRYABLE_STREAM_CODES } from "./stream-retry.js";
-import { TeamError } from "./team-error.js";
+import type { TeamService, WatchTeamResponse } from "../gen/team/v1/team_service_pb.js";
+import type { BackoffOptions } from "./backoff.js";
+import { resumableStream } from "./resumable-stream.js";
+import type { TeamError } from "./team-error.js";
 
 export interface TeamWatchOptions {
   /** Resume after this cursor (a previous watch's `cursor`). Unset: the whole kept feed. */
@@ -55,59 +55,30 @@ export function createTeamWatch(
   const onAbort = () => closed.abort();
   options.signal?.addEventListener("abort", onAbort, { once: true });
   if (options.signal?.aborted) closed.abort();
-  const backoff = createBackoff(options.backoff);
   let cursor = options.cursor;
   let connects = 0;
   let iterating = false;
 
-  /** One stream: yields events until it ends, or breaks (then `onBreak` has why). */
-  async function* stream(onBreak: (err: unknown) => void): AsyncGenerator<TeamEvent> {
-    const attempt = new AbortController();
-    const stop = () => attempt.abort();
-    closed.signal.addEventListener("abort", stop, { once: true });
-    connects++;
-    report({ state: "connecting", cursor });
-    const request = cursor === undefined ? { fromNow: options.fromNow ?? false } : { cursor };
-    const responses = rpc.watchTeam(request, { signal: attempt.signal })[Symbol.asyncIterator]();
-    let first = true;
-    try {
-      for (;;) {
-        const timer = setTimeout(stop, idleTimeoutMs);
-        const next = await responses.next().finally(() => clearTimeout(timer));
-        if (next.done) return;
-        if (first) {
-          first = false;
-          backoff.reset();
-          report({ state: "connected" });
-        }
-        // Every response moves the cursor, a heartbeat too: a reconnect starts from there.
-        cursor = next.value.cursor;
-        if (next.value.kind.case === "event") yield next.value.kind.value;
-      }
-    } catch (err) {
-      onBreak(err);
-    } finally {
-      closed.signal.removeEventListener("abort", stop);
-      attempt.abort();
-    }
-  }
+  const request = () => (cursor === undefined ? { fromNow: options.fromNow ?? false } : { cursor });
 
   async function* events(): AsyncGenerator<TeamEvent> {
     try {
-      while (!closed.signal.aborted) {
-        let broke: unknown;
-        for await (const event of stream((err) => (broke = err))) {
-          yield event;
-          if (closed.signal.aborted) return;
-        }
-        if (closed.signal.aborted) return;
-        // A clean end is a server stopping gracefully: reconnect as after a break.
-        const error = broke === undefined ? undefined : TeamError.fromError(broke);
-        if (error && !RETRYABLE_STREAM_CODES.has(error.code)) throw error;
-        const retryInMs = backoff.next();
-        report({ state: "disconnected", error, retryInMs });
-        await sleep(retryInMs, closed.signal);
-      }
+      yield* resumableStream({
+        open: (signal) => rpc.watchTeam(request(), { signal }),
+        onResponse(response: WatchTeamResponse) {
+          // Every response moves the cursor, a heartbeat too: a reconnect starts from there.
+          cursor = response.cursor;
+          return response.kind.case === "event" ? response.kind.value : undefined;
+        },
+        closed: closed.signal,
+        backoff: options.backoff,
+        idleTimeoutMs,
+        onStatus(status) {
+          if (status.state !== "connecting") return report(status);
+          connects++;
+          report({ state: "connecting", cursor });
+        },
+      });
     } finally {
       options.signal?.removeEventListener("abort", onAbort);
     }

@@ -16,6 +16,7 @@ import {
   type NodeHandler,
 } from "./http/connect-adapter.js";
 import { loadConsoleAssets } from "./http/console-assets.js";
+import { createHostGuard } from "./http/host-guard.js";
 import type { RawStreams } from "./http/http-server.js";
 import { createOriginGuard } from "./http/origin-guard.js";
 import { contextValuesFor, responseCutKey } from "./http/slow-consumer-guard.js";
@@ -68,8 +69,9 @@ export interface AppOptions {
    */
   callerCacheTtlMs?: number;
   /**
-   * Deletes acked messages, finished requests and idempotency keys after `days`, journal
-   * lines after `journalDays` (0: keep), checking every `intervalMs`. Default 30, 30, 1 h.
+   * Deletes acked messages, finished requests, idempotency keys and member events after
+   * `days`, journal lines after `journalDays` (0: keep), checking every `intervalMs`.
+   * Default 30, 30, 1 h.
    */
   retention?: { days: number; journalDays: number; intervalMs: number };
   /** Sends per member per second and the burst allowed (perSecond 0: no limit). Default 100, 200. */
@@ -98,6 +100,12 @@ export interface AppOptions {
    * are not browsers.
    */
   consoleAllowedOrigins?: readonly string[];
+  /**
+   * Names browsers may reach the server by (the Host header; DNS rebinding, http/host-guard.ts),
+   * besides localhost, *.localhost, IP addresses and the hosts of `consoleAllowedOrigins`.
+   * Default none. Clients that are not browsers may use any name.
+   */
+  allowedHosts?: readonly string[];
 }
 
 export interface App {
@@ -269,11 +277,20 @@ export function createApp(options: AppOptions): App {
         },
         logger,
       });
-      // The web console's files at `/`, and the browser's cross-origin rules for the rest.
+      // A browser that reached us by a name we are not known by is refused first (DNS
+      // rebinding: even the console's files), then come the console's files at `/`, and the
+      // browser's cross-origin rules for the rest.
+      const consoleOrigins = options.consoleAllowedOrigins ?? [];
+      const hosts = createHostGuard([
+        ...(options.allowedHosts ?? []),
+        ...consoleOrigins.map((origin) => new URL(origin).hostname),
+      ]);
       const consoleFiles = loadConsoleAssets();
-      const origins = createOriginGuard(options.consoleAllowedOrigins ?? []);
+      const origins = createOriginGuard(consoleOrigins);
       return (req, res) => {
-        if (consoleFiles.serve(req, res) || origins.answer(req, res)) return;
+        if (hosts.answer(req, res) || consoleFiles.serve(req, res) || origins.answer(req, res)) {
+          return;
+        }
         connect(req, res);
       };
     },

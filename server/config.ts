@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_BACKLOG_LIMITS, MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
+import { ALLOWED_HOSTS_ENV } from "./http/host-guard.js";
 import { parseDatabaseUrl } from "./store/database-url.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from "./store/pg-database.js";
 
@@ -37,6 +38,8 @@ export interface Config {
   consoleAllowedOrigins: string[];
   /** gRPC calls on the bare HTTP/2 stream (the call pipeline); false: all through connect-node. */
   grpcFastPath: boolean;
+  /** Names browsers may reach the server by, besides localhost and IP addresses (DNS rebinding). */
+  allowedHosts: string[];
   logLevel: string;
 }
 
@@ -100,6 +103,25 @@ const originList = (name: string) => (value: string) =>
         );
       }
       return url.origin;
+    });
+
+/**
+ * A comma-separated list of host names (what a browser sends in Host, without the port):
+ * letters, digits, dots, dashes; no wildcard, so that each allowed name is a choice.
+ */
+const hostList = (name: string) => (value: string) =>
+  value
+    .split(",")
+    .map((item) => item.trim().toLowerCase())
+    .filter((item) => item !== "")
+    .map((item) => {
+      if (!/^[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/.test(item)) {
+        throw new InvalidArgumentError(
+          `${name} takes host names such as team.example.com (no scheme, port or wildcard, ` +
+            `comma-separated), got "${item}"`,
+        );
+      }
+      return item;
     });
 
 const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
@@ -298,7 +320,8 @@ function createProgram(name = "team-protocols"): Command {
     .addOption(
       new Option(
         "--retention-days <days>",
-        "delete acked messages, finished requests and idempotency keys older than this (0: keep)",
+        "delete acked messages, finished requests, idempotency keys and member events older " +
+          "than this (0: keep)",
       )
         .env("RETENTION_DAYS")
         .default(30)
@@ -337,6 +360,16 @@ function createProgram(name = "team-protocols"): Command {
         .default(true)
         .argParser(onOff("GRPC_FAST_PATH")),
     )
+    .addOption(
+      new Option(
+        "--allowed-hosts <names>",
+        "names browsers may reach the server by, comma-separated, besides localhost, IP " +
+          "addresses, HOST and the hosts of CONSOLE_ALLOWED_ORIGINS (DNS rebinding; default: none)",
+      )
+        .env(ALLOWED_HOSTS_ENV)
+        .default([])
+        .argParser(hostList(ALLOWED_HOSTS_ENV)),
+    )
     .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -373,6 +406,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     retentionIntervalMs: o.retentionIntervalMs,
     consoleAllowedOrigins: o.consoleAllowedOrigins,
     grpcFastPath: o.grpcFastPath,
+    allowedHosts: o.allowedHosts,
     logLevel: o.logLevel,
   };
 }

@@ -39,6 +39,8 @@ export async function run(
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     consoleAllowedOrigins: config.consoleAllowedOrigins,
     grpcFastPath: config.grpcFastPath,
+    // The bound address is a name the operator chose: browsers may use it.
+    allowedHosts: [...config.allowedHosts, config.host],
     inboxBacklog: {
       maxMessages: config.maxInboxBacklog,
       maxBytes: config.maxInboxBacklogBytes,

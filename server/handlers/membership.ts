@@ -102,14 +102,15 @@ export function membershipHandlers(deps: {
   };
 }
 
-/** AddMember's role: a teammate (unset) or an observer; a team has its one lead already. */
+/**
+ * AddMember's role: a teammate (unset) or an observer; a team has its one lead already.
+ * A role outside the enum never gets here (rules/enum-values.ts).
+ */
 function addedRole(role: MemberRole): "teammate" | "observer" {
-  if (role === MemberRole.UNSPECIFIED || role === MemberRole.TEAMMATE) return "teammate";
   if (role === MemberRole.OBSERVER) return "observer";
+  if (role === MemberRole.UNSPECIFIED || role === MemberRole.TEAMMATE) return "teammate";
   throw new DomainError(
     "invalid-argument",
-    role === MemberRole.LEAD
-      ? "role: a team has one lead; add a teammate or an observer"
-      : `role ${role} is not a known role`,
+    "role: a team has one lead; add a teammate or an observer",
   );
 }

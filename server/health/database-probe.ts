@@ -26,7 +26,9 @@ export interface DatabaseProbe {
 /**
  * Pings the database every `intervalMs` and on demand. At most one ping runs at a time,
  * even after one timed out: against a hung server, pings that never end would otherwise
- * pile up and take every connection of the pool.
+ * pile up and take every connection of the pool. A ping hung on a silent connection ends at
+ * the driver's client-side timeout (pg-database.ts: query_timeout, connectionTimeoutMillis),
+ * and the next ping runs then (test/service/health-loop-stall.test.ts, black-holed).
  */
 export function startDatabaseProbe(options: DatabaseProbeOptions): DatabaseProbe {
   const { db, intervalMs, timeoutMs, onChange } = options;

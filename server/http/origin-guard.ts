@@ -1,4 +1,5 @@
 import { cors } from "@connectrpc/connect";
+import { refuseBrowser, requestAuthority } from "./browser-refusal.js";
 import type { NodeRequest, NodeResponse } from "./connect-adapter.js";
 
 type Req = NodeRequest;
@@ -34,7 +35,7 @@ export function createOriginGuard(allowedOrigins: readonly string[]): OriginGuar
   const allowed = new Set(allowedOrigins.map((o) => o.toLowerCase()));
   return {
     answer(req, res) {
-      const origin = single(req.headers.origin);
+      const origin = req.headers.origin;
       if (origin === undefined) return false;
       if (isSameOrigin(origin, req)) return false;
       const preflight =
@@ -68,7 +69,7 @@ export function createOriginGuard(allowedOrigins: readonly string[]): OriginGuar
  * of it keeps the Host while the page's origin says https.
  */
 function isSameOrigin(origin: string, req: Req): boolean {
-  const authority = single(req.headers.host) ?? single(req.headers[":authority"]);
+  const authority = requestAuthority(req);
   if (authority === undefined) return false;
   let host: string;
   try {
@@ -80,17 +81,8 @@ function isSameOrigin(origin: string, req: Req): boolean {
 }
 
 function refuse(res: Res, origin: string, preflight: boolean): void {
-  // A Connect error body: connect-web and curl users read code and message; gRPC clients map
-  // HTTP 403 to PermissionDenied. No CORS header, so the page itself learns nothing.
   const message =
     `cross-origin: calls from the web origin ${JSON.stringify(origin.slice(0, 200))} are refused; ` +
     "the server's operator may allow it with CONSOLE_ALLOWED_ORIGINS";
-  const body = preflight ? "" : JSON.stringify({ code: "permission_denied", message });
-  res.writeHead(403, {
-    "content-type": "application/json",
-    "content-length": String(Buffer.byteLength(body)),
-  });
-  res.end(body);
+  refuseBrowser(res, message, !preflight);
 }
-
-const single = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);

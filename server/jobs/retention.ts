@@ -5,6 +5,7 @@ import {
   deleteAckedMessages,
   deleteFinishedRequests,
   deleteOldAttempts,
+  deleteOldMemberEvents,
   deleteOldSends,
 } from "../store/retention.js";
 
@@ -16,8 +17,8 @@ export interface RetentionOptions {
   db: Database;
   logger: Logger;
   /**
-   * Acked messages, finished request records and idempotency keys older than this many
-   * days are deleted. 0 keeps everything.
+   * Acked messages, finished request records, idempotency keys and member events older
+   * than this many days are deleted. 0 keeps everything.
    */
   days: number;
   /** Protocol journal lines older than this many days are deleted. 0 keeps them all. */
@@ -30,6 +31,7 @@ export interface RetentionCounts {
   messages: number;
   requests: number;
   sends: number;
+  memberEvents: number;
   attempts: number;
 }
 
@@ -59,18 +61,25 @@ export function startRetentionJob(options: RetentionOptions): RetentionJob {
   };
 
   const runOnce = async (now = new Date()): Promise<RetentionCounts> => {
-    const counts: RetentionCounts = { messages: 0, requests: 0, sends: 0, attempts: 0 };
+    const counts: RetentionCounts = {
+      messages: 0,
+      requests: 0,
+      sends: 0,
+      memberEvents: 0,
+      attempts: 0,
+    };
     if (options.days > 0) {
       const cutoff = new Date(now.getTime() - options.days * DAY_MS);
       counts.messages = await drain((c, l) => deleteAckedMessages(db, c, l), cutoff);
       counts.requests = await drain((c, l) => deleteFinishedRequests(db, c, l), cutoff);
       counts.sends = await drain((c, l) => deleteOldSends(db, c, l), cutoff);
+      counts.memberEvents = await drain((c, l) => deleteOldMemberEvents(db, c, l), cutoff);
     }
     if (options.journalDays > 0) {
       const cutoff = new Date(now.getTime() - options.journalDays * DAY_MS);
       counts.attempts = await drain((c, l) => deleteOldAttempts(db, c, l), cutoff);
     }
-    if (counts.messages + counts.requests + counts.sends + counts.attempts > 0) {
+    if (Object.values(counts).some((n) => n > 0)) {
       logger.info({ event: "retention", ...counts }, "deleted data past its retention age");
     }
     return counts;

@@ -1,8 +1,10 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { processMetrics } from "./process-metrics.js";
 
 /**
  * The server's Prometheus instruments (prom-client), one registry per app so that several
- * apps in one process (tests) do not count into each other.
+ * apps in one process (tests) do not count into each other; `registry` shows them with the
+ * process's own metrics, which all apps of a process share (process-metrics.ts).
  *
  * Cross-cutting like the logger: every room may record into it, so it imports nothing of
  * the server. What it reads on a scrape (subscriptions, the database's backlog and pool)
@@ -58,9 +60,6 @@ const LATENCY_BUCKETS = [
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
   const registers = [registry];
-  // Process metrics, among them the event-loop delay (nodejs_eventloop_lag_*, from
-  // perf_hooks.monitorEventLoopDelay), heap, GC and file descriptors.
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   let sources: MetricSources | undefined;
 
   const calls = new Counter({
@@ -212,7 +211,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   });
 
   return {
-    registry,
+    // All instruments exist by now: the merged registry holds them and the process's.
+    registry:
+      options.defaultMetrics === false ? registry : Registry.merge([registry, processMetrics()]),
     callEnded: (method, code) => calls.inc({ method, code }),
     refused: (rule, kind) => refusals.inc({ rule, kind }),
     sendSeconds: (seconds) => sendLatency.observe(seconds),

@@ -68,6 +68,24 @@ export async function deleteOldSends(db: Database, cutoff: Date, limit: number) 
 }
 
 /**
+ * Member events (WatchTeam's member changes, migration 006) recorded before `cutoff`, by the
+ * index on `at`. Nothing reads a member's state from them (ListMembers reads `members`),
+ * so a feed from an old cursor only starts later.
+ */
+export async function deleteOldMemberEvents(db: Database, cutoff: Date, limit: number) {
+  const rows = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM member_events WHERE feed_position IN (
+         SELECT feed_position FROM member_events WHERE at < $1 ORDER BY at LIMIT $2)
+       RETURNING 1
+     )
+     SELECT count(*)::int AS n FROM gone`,
+    [cutoff, limit],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/**
  * Journal lines written before `cutoff`. The journal's trigger refuses every DELETE except
  * in a transaction that set team_protocols.retention (migration 004): this one.
  */

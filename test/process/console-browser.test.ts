@@ -21,12 +21,20 @@ import { withTimeout } from "../support/timeout.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ALLOWED_ORIGIN = "https://allowed.example";
+/** A name an attacker pointed at 127.0.0.1 (DNS rebinding), and one the operator lists. */
+const REBOUND_NAME = "rebind.test";
+const LISTED_NAME = "team.test";
 // A deadline for each wait on the page, not a figure: the machine is shared and loaded.
 const WAIT_MS = 60_000;
 
 let browser: Browser | undefined;
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // DNS rebinding, played out: the attacker's names resolve to this machine.
+    args: [`--host-resolver-rules=MAP ${REBOUND_NAME} 127.0.0.1, MAP ${LISTED_NAME} 127.0.0.1`],
+  });
 });
 afterAll(async () => {
   await browser?.close();
@@ -128,6 +136,7 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
   const server = await startServer({
     DATA_DIR: await tempDataDir(),
     CONSOLE_ALLOWED_ORIGINS: ALLOWED_ORIGIN,
+    ALLOWED_HOSTS: LISTED_NAME,
   });
   const proxy: TcpProxy = await startTcpProxy(Number(new URL(server.url).port));
   const client = (token?: string) =>
@@ -382,6 +391,37 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     expect(allowed.status).toBe(204);
     expect(allowed.headers.get("access-control-allow-origin")).toBe(ALLOWED_ORIGIN);
     expect((await preflight("https://other.example")).status).toBe(403);
+
+    // DNS rebinding: the attacker's page came from rebind.test, whose name now points at us.
+    // (Chromium refuses a page it fetched from a public address to call 127.0.0.1, its own
+    // defence; here the page's document is what we answered for that name, so only ours
+    // stands in the way.) Over plain http to such a name chromium sends no Sec-Fetch-*, so
+    // the console's page itself loads: harmless, it holds nothing. Its CreateTeam is "same
+    // origin" and carries an Origin, as every POST does: refused for the name.
+    const port = new URL(server.url).port;
+    const rebinding = await browser?.newContext();
+    if (!rebinding) throw new Error("no browser");
+    const evil = await rebinding.newPage();
+    await evil.goto(`http://${REBOUND_NAME}:${port}/`);
+    const stolenTeam = `rebind-${Date.now()}`;
+    const attempt = await evil.evaluate(async (team) => {
+      const answer = await fetch("/team.v1.TeamService/CreateTeam", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ team }),
+      });
+      return { status: answer.status, text: await answer.text() };
+    }, stolenTeam);
+    expect(attempt.status).toBe(403);
+    expect(attempt.text).toMatch(/ALLOWED_HOSTS/);
+    // Nothing was created: the name is still free.
+    await client().createTeam({ team: stolenTeam });
+    // A name the operator listed (ALLOWED_HOSTS, through main.ts) serves the console.
+    const listed = await rebinding.newPage();
+    const loaded = await listed.goto(`http://${LISTED_NAME}:${port}/`);
+    expect(loaded?.status()).toBe(200);
+    await listed.waitForSelector("#token");
+    await rebinding.close();
 
     // Nothing the page did broke its Content-Security-Policy or threw.
     expect(problems).toEqual([]);

@@ -1,3 +1,4 @@
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { HealthCheckResponse_ServingStatus as Status } from "../../gen/health/v1/health_pb.js";
 import type { HealthMonitor } from "../../server/health/health-monitor.js";
@@ -91,3 +92,47 @@ describe.skipIf(inject("pgAdminUrl") === "")("health in a real outage [postgres]
     expect(health.status("")).toBe(Status.SERVING);
   });
 });
+
+/**
+ * A ping on a connection that went silent (no reset, no FIN: a black hole) is never answered.
+ * The probe runs one ping at a time, so only the driver's client-side timeout (pg's
+ * query_timeout, DB_STATEMENT_TIMEOUT_MS + 5 s) ends it; without it the probe would join the
+ * hung ping for ever and health would never come back.
+ */
+describe.skipIf(inject("pgAdminUrl") === "")(
+  "a health ping on a black-holed connection [postgres]",
+  () => {
+    it("turns NOT_SERVING at the ping's own deadline, and SERVING again once the database answers: the hung ping ended by the client-side timeout", async () => {
+      const logged: { event?: string; err?: { message?: string } }[] = [];
+      const logger = pino(
+        { level: "info" },
+        { write: (line: string) => logged.push(JSON.parse(line)) },
+      );
+      // A short statement timeout, so that the client-side one comes 5 s after it.
+      const proxied = await startBehindProxy(
+        { health: HEALTH, logger },
+        { statementTimeoutMs: 500 },
+      );
+      try {
+        const health = proxied.env.app.health;
+        expect(health.status("")).toBe(Status.SERVING);
+        const down = nextChange(health);
+        proxied.proxy.stall("both");
+        await down;
+        expect(health.status("")).toBe(Status.NOT_SERVING);
+        // The status went at the ping's deadline (the loop-free 100 ms), not at the end of the
+        // hung ping.
+        const unreachable = logged.filter((l) => l.event === "db_unreachable");
+        expect(unreachable[0]?.err?.message).toMatch(/did not answer a ping in 100 ms/);
+        // Bytes pass again, but the hung ping's were dropped: nothing will ever answer it, and
+        // nothing resets its connection. A new ping runs only once it ended.
+        const up = nextChange(health);
+        await proxied.proxy.restore();
+        await up;
+        expect(health.status("")).toBe(Status.SERVING);
+      } finally {
+        await proxied.close();
+      }
+    });
+  },
+);

@@ -1,6 +1,7 @@
 import http2 from "node:http2";
+import perfHooks from "node:perf_hooks";
 import { Code } from "@connectrpc/connect";
-import { expect, it } from "vitest";
+import { expect, it, vi } from "vitest";
 import { describeEachDatabase, startTestEnv } from "../support/harness.js";
 import { metricValue, scrapeMetrics } from "../support/metrics-scrape.js";
 import { parsePrometheusText, type Scrape } from "../support/prometheus-text.js";
@@ -236,6 +237,36 @@ describeEachDatabase(
         for (const v of Object.values(e.labels))
           expect(v).toMatch(/^(?:[a-z][a-z_-]*|[A-Z][A-Za-z]+|[0-9.e+-]+|\+Inf)$/);
       }
+    });
+
+    it("process metrics are collected once per process: apps started and closed leave no GC observer or event-loop monitor behind", async () => {
+      // prom-client's default metrics start a GC PerformanceObserver and an event-loop delay
+      // monitor that nothing can stop; one set per app leaked one set per app (tests start
+      // hundreds). Counted at their source, perf_hooks.
+      const gcObservers = vi.spyOn(perfHooks.PerformanceObserver.prototype, "observe");
+      const loopMonitors = vi.spyOn(perfHooks, "monitorEventLoopDelay");
+      try {
+        for (let i = 0; i < 4; i++) {
+          const other = await startTestEnv(env().kind, {
+            db: env().db,
+            url: undefined,
+            dispose: async () => {},
+          });
+          await other.close();
+        }
+        const started = gcObservers.mock.calls.filter(([o]) =>
+          JSON.stringify(o).includes('"gc"'),
+        ).length;
+        expect(started).toBe(0);
+        expect(loopMonitors.mock.calls.length).toBe(0);
+      } finally {
+        vi.restoreAllMocks();
+      }
+      // Every app still shows them.
+      const s = await scrape(url());
+      expect(s.value("nodejs_eventloop_lag_seconds")).toBeGreaterThanOrEqual(0);
+      expect(s.type("nodejs_gc_duration_seconds")).toBe("histogram");
+      expect(s.type("process_resident_memory_bytes")).toBe("gauge");
     });
 
     it("with METRICS_TOKEN set, /metrics needs it; without, it is open", async () => {

@@ -7,6 +7,7 @@ import {
   planResponse,
   text as textMessage,
 } from "../support/protocol-helpers.js";
+import { watch } from "../support/team-watch.js";
 
 const DAY = 86_400_000;
 
@@ -59,6 +60,39 @@ describeEachDatabase("retention", (env) => {
     expect((await t.lead.getRequest({ requestId: pending.requestId })).request?.requestId).toBe(
       pending.requestId,
     );
+  });
+
+  it("deletes member events past the age; a feed from the start then begins with the kept ones, none missing", async () => {
+    const t = await env().team("erin", "frank");
+    const teamId = (
+      await env().db.query<{ id: number }>("SELECT id FROM teams WHERE name = $1", [t.name])
+    )[0]?.id;
+    // The team's creation and both additions are old; frank's removal today is young.
+    await env().db.query("UPDATE member_events SET at = $1 WHERE team_id = $2", [age(31), teamId]);
+    await t.lead.removeMember({ name: "frank" });
+    await t.lead.send({ to: "erin", message: textMessage("kept") });
+    const counts = await env().app.retention.runOnce();
+    expect(counts.memberEvents).toBeGreaterThanOrEqual(3);
+    const left = await env().db.query<{ change: string }>(
+      "SELECT change FROM member_events WHERE team_id = $1 ORDER BY feed_position",
+      [teamId],
+    );
+    expect(left.map((r) => r.change)).toEqual(["removed"]);
+    // From the empty cursor: what is kept, in order, nothing else and nothing missing.
+    const w = watch(t.lead);
+    await w.until("the kept events", (x) => x.events().length >= 2);
+    w.stop();
+    const seen = w
+      .events()
+      .map((e) =>
+        e.change.case === "member"
+          ? `member ${e.change.value.member?.name}`
+          : `${e.change.case} ${e.change.case === "envelope" ? e.change.value.recipient : ""}`,
+      );
+    expect(seen).toEqual(["member frank", "envelope erin"]);
+    // Members are read from their rows, not their events: ListMembers still shows everyone.
+    const members = await t.lead.listMembers({});
+    expect(members.members.map((m) => m.name).sort()).toEqual(["erin", "frank", "team-lead"]);
   });
 
   it("deletes journal lines past the age; every other DELETE, and any UPDATE, is still refused", async () => {

@@ -1,6 +1,6 @@
 import type { AppOptions } from "../../server/app.js";
 import { migrate } from "../../server/store/migrate.js";
-import { createPgDatabase } from "../../server/store/pg-database.js";
+import { createPgDatabase, type PgDatabaseOptions } from "../../server/store/pg-database.js";
 import { createScratchPgDatabase } from "./databases.js";
 import { startTestEnv, type TestEnv } from "./harness.js";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
@@ -18,6 +18,8 @@ export interface ProxiedPostgresEnv {
 
 export async function startBehindProxy(
   options: Partial<AppOptions> = {},
+  /** The driver's timeouts, for a test that waits for one of them. */
+  dbOptions: Pick<PgDatabaseOptions, "statementTimeoutMs"> = {},
 ): Promise<ProxiedPostgresEnv> {
   const scratch = await createScratchPgDatabase();
   const direct = new URL(scratch.url);
@@ -25,7 +27,7 @@ export async function startBehindProxy(
   const viaProxy = new URL(scratch.url);
   viaProxy.hostname = "127.0.0.1";
   viaProxy.port = String(proxy.port);
-  const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5 });
+  const db = createPgDatabase({ connectionString: viaProxy.toString(), poolSize: 5, ...dbOptions });
   await migrate(db);
   const env = await startTestEnv(
     "postgres",

@@ -17,6 +17,7 @@ import {
   SubscribeResponseSchema,
   TeamService,
 } from "../../gen/team/v1/team_service_pb.js";
+import { FAST_BACKOFF, silence, take } from "../support/scripted-streams.js";
 
 /**
  * The inbox iterator's recovery logic, against a scripted Subscribe on an in-memory
@@ -45,12 +46,6 @@ const heartbeat = (lastSeq: number) =>
     event: { case: "heartbeat", value: { lastSeq: BigInt(lastSeq) } },
   });
 
-/** Waits until the call is canceled: a stream that stays open but sends nothing. */
-const silence = (ctx: HandlerContext) =>
-  new Promise<never>((_, reject) => {
-    ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true });
-  });
-
 /** A TeamService whose Subscribe runs the next script on each call; acks are recorded. */
 function scriptedServer(scripts: Script[]) {
   const subscribes: (bigint | undefined)[] = [];
@@ -72,16 +67,7 @@ function scriptedServer(scripts: Script[]) {
   return { rpc: createClient(TeamService, transport), subscribes, acks };
 }
 
-const fast = { initialMs: 1, maxMs: 10 };
-
-async function take(source: AsyncIterable<{ seq: bigint }>, count: number): Promise<bigint[]> {
-  const seqs: bigint[] = [];
-  for await (const e of source) {
-    seqs.push(e.seq);
-    if (seqs.length === count) break;
-  }
-  return seqs;
-}
+const seqOf = (e: { seq: bigint }) => e.seq;
 
 describe("the inbox iterator's recovery", () => {
   it("resumes after the last seq it handed out, drops duplicates, retries broken and ended streams", async () => {
@@ -106,10 +92,10 @@ describe("the inbox iterator's recovery", () => {
     ]);
     const statuses: InboxStatus["state"][] = [];
     const inbox = createInbox(server.rpc, {
-      backoff: fast,
+      backoff: FAST_BACKOFF,
       onStatus: (s) => statuses.push(s.state),
     });
-    expect(await take(inbox, 5)).toEqual([1n, 2n, 3n, 4n, 5n]);
+    expect(await take(inbox, 5, seqOf)).toEqual([1n, 2n, 3n, 4n, 5n]);
     expect(server.subscribes).toEqual([undefined, 3n, 4n]);
     expect(inbox.duplicates).toBe(2);
     expect(inbox.connects).toBe(3);
@@ -129,7 +115,7 @@ describe("the inbox iterator's recovery", () => {
         await silence(ctx);
       },
     ]);
-    expect(await take(createInbox(server.rpc, { backoff: fast }), 1)).toEqual([8n]);
+    expect(await take(createInbox(server.rpc, { backoff: FAST_BACKOFF }), 1, seqOf)).toEqual([8n]);
     expect(server.subscribes).toEqual([undefined, 7n]);
   });
 
@@ -144,8 +130,12 @@ describe("the inbox iterator's recovery", () => {
         await silence(ctx);
       },
     ]);
-    const inbox = createInbox(server.rpc, { afterSeq: 0, backoff: fast, idleTimeoutMs: 150 });
-    expect(await take(inbox, 2)).toEqual([1n, 2n]);
+    const inbox = createInbox(server.rpc, {
+      afterSeq: 0,
+      backoff: FAST_BACKOFF,
+      idleTimeoutMs: 150,
+    });
+    expect(await take(inbox, 2, seqOf)).toEqual([1n, 2n]);
     // The second Subscribe (after seq 1) is the idle timeout's doing: the first stream never
     // ended by itself.
     expect(server.subscribes).toEqual([0n, 1n]);
@@ -158,8 +148,8 @@ describe("the inbox iterator's recovery", () => {
         throw new ConnectError("token revoked", Code.Unauthenticated);
       },
     ]);
-    const inbox = createInbox(server.rpc, { backoff: fast });
-    const err = await take(inbox, 1).then(
+    const inbox = createInbox(server.rpc, { backoff: FAST_BACKOFF });
+    const err = await take(inbox, 1, seqOf).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -175,7 +165,7 @@ describe("the inbox iterator's recovery", () => {
         await silence(ctx);
       },
     ]);
-    const inbox = createInbox(server.rpc, { autoAck: false, backoff: fast });
+    const inbox = createInbox(server.rpc, { autoAck: false, backoff: FAST_BACKOFF });
     for await (const e of inbox) {
       if (e.seq === 2n || e.seq === 4n) inbox.ack(e);
       if (e.seq === 5n) break;
@@ -192,7 +182,7 @@ describe("the inbox iterator's recovery", () => {
         await silence(ctx);
       },
     ]);
-    const inbox = createInbox(server.rpc, { backoff: fast });
+    const inbox = createInbox(server.rpc, { backoff: FAST_BACKOFF });
     const seen: bigint[] = [];
     for await (const e of inbox) {
       seen.push(e.seq);

@@ -2,6 +2,7 @@ import { create, type DescMessage, type MessageInitShape } from "@bufbuild/proto
 import { describe, expect, it } from "vitest";
 import {
   type AttemptOutcome,
+  MemberRole,
   PermissionMode,
   RequestKind,
   RequestStatus,
@@ -289,6 +290,16 @@ const rows: [string, RuleCall, Expected][] = [
       lead,
     ),
     by("size-shape", "permission_mode"),
+  ],
+  [
+    "a member added with an unknown role",
+    call(M.addMember, AddMemberRequestSchema, { name: "bob", role: 7 as MemberRole }, lead),
+    by("size-shape", "role"),
+  ],
+  [
+    "a member added as an observer",
+    call(M.addMember, AddMemberRequestSchema, { name: "eye", role: MemberRole.OBSERVER }, lead),
+    undefined,
   ],
   [
     "requests listed by an unknown status",

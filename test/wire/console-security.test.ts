@@ -71,7 +71,10 @@ const ALLOWED = "https://console.example";
 beforeAll(async () => {
   testDb = await openTestDatabase("embedded");
   env = await startTestEnv("embedded", testDb);
-  allowing = await startTestEnv("embedded", testDb, { consoleAllowedOrigins: [ALLOWED] });
+  allowing = await startTestEnv("embedded", testDb, {
+    consoleAllowedOrigins: [ALLOWED],
+    allowedHosts: ["team.example"],
+  });
 });
 afterAll(async () => {
   await allowing?.close();
@@ -351,6 +354,110 @@ describe("cross-origin calls (CORS)", () => {
       { origin: EVIL, authorization: `Bearer ${team.leadToken}` },
     );
     expect(other.status).toBe(403);
+  });
+});
+
+describe("DNS rebinding: browsers reach us only by names we are known by", () => {
+  // A page of rebind.example whose name the attacker pointed at 127.0.0.1: its calls are
+  // "same origin" (Origin and Host both say rebind.example), so only the Host tells.
+  const port = () => new URL(env.server.url).port;
+  const rebound = () => `rebind.example:${port()}`;
+
+  it("refuses a rebound page's CreateTeam before any handler, naming ALLOWED_HOSTS", async () => {
+    const name = uniqueName("rebind");
+    const refused = await rpc(
+      env.server.url,
+      "CreateTeam",
+      { team: name },
+      { host: rebound(), origin: `http://${rebound()}` },
+    );
+    expect(refused.status).toBe(403);
+    expect(refused.headers["access-control-allow-origin"]).toBeUndefined();
+    const error = JSON.parse(refused.body.toString("utf8"));
+    expect(error.code).toBe("permission_denied");
+    expect(error.message).toMatch(/^host: .*rebind\.example.*ALLOWED_HOSTS/);
+    // The name is still free: the refused call had no effect.
+    const created = await rpc(env.server.url, "CreateTeam", { team: name });
+    expect(created.status).toBe(200);
+  });
+
+  it("refuses a browser's request without Origin too (Sec-Fetch-*): the console's files, /metrics, a GET", async () => {
+    for (const path of ["/", "/console.js", "/metrics", "/team.v1.TeamService/ListMembers"]) {
+      const answer = await request(env.server.url, path, {
+        headers: { host: rebound(), "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors" },
+      });
+      expect(answer.status, path).toBe(403);
+      expect(answer.body.toString("utf8"), path).toMatch(/ALLOWED_HOSTS/);
+    }
+  });
+
+  it("lets agents (no Origin, no Sec-Fetch-*) through by any name: they may reach us through a proxy or DNS", async () => {
+    const team = await env.team();
+    const call = await rpc(
+      env.server.url,
+      "ListMembers",
+      {},
+      { host: rebound(), authorization: `Bearer ${team.leadToken}` },
+    );
+    expect(call.status).toBe(200);
+  });
+
+  it("lets browsers through by localhost, *.localhost, any IP address and the names the operator lists", async () => {
+    const team = await allowing.team();
+    const auth = { authorization: `Bearer ${team.leadToken}` };
+    const p = new URL(allowing.server.url).port;
+    for (const host of [
+      `localhost:${p}`,
+      `LOCALHOST:${p}`,
+      "console.localhost",
+      `127.0.0.1:${p}`,
+      `[::1]:${p}`,
+      "192.168.1.20:8080",
+      `team.example:${p}`, // ALLOWED_HOSTS
+      "console.example", // the host of an origin in CONSOLE_ALLOWED_ORIGINS
+    ]) {
+      const call = await rpc(
+        allowing.server.url,
+        "ListMembers",
+        {},
+        { ...auth, host, origin: `http://${host}` },
+      );
+      expect(call.status, host).toBe(200);
+      const page = await request(allowing.server.url, "/", {
+        headers: { host, "sec-fetch-mode": "navigate" },
+      });
+      expect(page.status, host).toBe(200);
+    }
+    for (const host of ["team.example.evil", "evil.localhost.example", "127.0.0.1.nip.io"]) {
+      const call = await rpc(
+        allowing.server.url,
+        "ListMembers",
+        {},
+        { ...auth, host, origin: `http://${host}` },
+      );
+      expect(call.status, host).toBe(403);
+    }
+  });
+
+  it("ALLOWED_HOSTS / --allowed-hosts: host names, comma-separated; refuses anything else, naming the variable", () => {
+    expect(parseConfig([], {}).allowedHosts).toEqual([]);
+    expect(parseConfig([], { ALLOWED_HOSTS: "Team.Example, box.lan," }).allowedHosts).toEqual([
+      "team.example",
+      "box.lan",
+    ]);
+    expect(
+      parseConfig(["--allowed-hosts", "b.example"], { ALLOWED_HOSTS: "a.example" }).allowedHosts,
+    ).toEqual(["b.example"]);
+    for (const bad of ["*", "https://a.example", "a.example:8080", "a.example/x", "a b"]) {
+      const printed: string[] = [];
+      vi.spyOn(process.stderr, "write").mockImplementation((chunk) => {
+        printed.push(String(chunk));
+        return true;
+      });
+      expect(() => parseConfig([], { ALLOWED_HOSTS: bad }), bad).toThrow();
+      expect(printed.join(""), bad).toMatch(/ALLOWED_HOSTS takes host names/);
+      vi.restoreAllMocks();
+    }
   });
 });
 

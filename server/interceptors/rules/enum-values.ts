@@ -1,3 +1,4 @@
+import { MemberRole } from "../../../gen/team/v1/enums_pb.js";
 import {
   attemptOutcomeFromProto,
   permissionModeFromProto,
@@ -23,8 +24,12 @@ export function enumValueViolation({ method, request }: RuleCall): Violation | u
         ? unknown("lead_permission_mode", r.leadPermissionMode, "permission mode")
         : undefined;
     case M.addMember:
-      return permissionModeFromProto(r.permissionMode) === undefined
-        ? unknown("permission_mode", r.permissionMode, "permission mode")
+      if (permissionModeFromProto(r.permissionMode) === undefined) {
+        return unknown("permission_mode", r.permissionMode, "permission mode");
+      }
+      // A known role may still be refused: the handler adds no second lead.
+      return MemberRole[r.role as MemberRole] === undefined
+        ? unknown("role", r.role, "member role")
         : undefined;
     case M.listRequests:
       if (requestStatusFromProto(r.status) === undefined) {
