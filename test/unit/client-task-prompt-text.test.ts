@@ -1,6 +1,4 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import {
   answerMessage,
@@ -10,27 +8,17 @@ import {
 } from "../../client/index.js";
 import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { MessageSchema } from "../../gen/team/v1/message_pb.js";
-import { EnvelopeSchema } from "../../gen/team/v1/records_pb.js";
+import { envelopeOf, SENT_AT } from "../support/envelopes.js";
 
 /** How the task protocols' messages read to an LLM agent (toPromptText) and to people. */
 
 const ID = "req_sCeliqsKR_Zi5279EPir5w";
-const AT = "2025-03-09T12:00:00.000Z";
+const AT = SENT_AT;
 
-function envelope(
+const envelope = (
   message: MessageInitShape<typeof MessageSchema>,
-  over: { from?: string; to?: string; requestId?: string; seq?: bigint } = {},
-) {
-  return create(EnvelopeSchema, {
-    team: "demo",
-    seq: over.seq ?? 7n,
-    from: over.from ?? "team-lead",
-    to: over.to ?? "alice",
-    requestId: over.requestId ?? ID,
-    sentAt: timestampFromDate(new Date(AT)),
-    message,
-  });
-}
+  over: Parameters<typeof envelopeOf>[1] = {},
+) => envelopeOf(message, { requestId: ID, ...over });
 
 const toLead = { from: "alice", to: "team-lead" };
 
