@@ -3,13 +3,7 @@ import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
 import { lockTask } from "../store/tasks.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { openRequestPlan } from "./request-lifecycle.js";
-import {
-  answerTaskRequest,
-  emptyAftermath,
-  moveTaskAndSettle,
-  refuseUnlessOwner,
-  wakeAftermath,
-} from "./task-ownership.js";
+import { moveTaskAndSettle, refuseUnlessOwner, taskAnswerPlan } from "./task-ownership.js";
 
 /**
  * Result sign-off: a task's owner asks the lead to accept its result.
@@ -54,35 +48,24 @@ export function planResultSignoffResponse(input: SendCall, message: Message): Se
       value: { ...answer, feedback: answer.feedback.trim() },
     },
   });
-  const aftermath = emptyAftermath();
-  return {
+  return taskAnswerPlan({
+    kind: "result_signoff",
+    input,
     message: stored,
     requestId: answer.requestId,
-    beforeAppend: (tx) =>
-      answerTaskRequest(tx, {
-        kind: "result_signoff",
-        input,
-        requestId: answer.requestId,
-        approve: answer.approve,
-        message: stored,
-        async onDecided(tx2, request, task) {
-          if (!answer.approve) return;
-          if (task.ownerId !== request.fromId) {
-            throw new Error(`sign-off ${request.id} is pending but its task moved`);
-          }
-          await moveTaskAndSettle(tx2, {
-            task,
-            to: { state: "done", ownerId: request.fromId },
-            requestId: request.id,
-            actorId: input.caller.id,
-            why: `the result of task ${JSON.stringify(task.taskId)} was signed off: the task is done`,
-            aftermath,
-          });
-        },
-      }),
-    afterCommit(effects) {
-      effects.waiters.notify(answer.requestId);
-      wakeAftermath(effects, aftermath);
+    yes: answer.approve,
+    async onYes(tx, request, task, aftermath) {
+      if (task.ownerId !== request.fromId) {
+        throw new Error(`sign-off ${request.id} is pending but its task moved`);
+      }
+      await moveTaskAndSettle(tx, {
+        task,
+        to: { state: "done", ownerId: request.fromId },
+        requestId: request.id,
+        actorId: input.caller.id,
+        why: `the result of task ${JSON.stringify(task.taskId)} was signed off: the task is done`,
+        aftermath,
+      });
     },
-  };
+  });
 }

@@ -4,12 +4,10 @@ import { lockTask } from "../store/tasks.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { openRequestPlan } from "./request-lifecycle.js";
 import {
-  answerTaskRequest,
-  emptyAftermath,
   lockNewOwner,
   moveTaskAndSettle,
   refuseUnlessClaimable,
-  wakeAftermath,
+  taskAnswerPlan,
 } from "./task-ownership.js";
 
 /**
@@ -47,33 +45,22 @@ export function planTaskClaimResponse(input: SendCall, message: Message): SendPl
   const stored = create(MessageSchema, {
     kind: { case: "taskClaimResponse", value: { ...answer, reason: answer.reason.trim() } },
   });
-  const aftermath = emptyAftermath();
-  return {
+  return taskAnswerPlan({
+    kind: "task_claim",
+    input,
     message: stored,
     requestId: answer.requestId,
-    beforeAppend: (tx) =>
-      answerTaskRequest(tx, {
-        kind: "task_claim",
-        input,
-        requestId: answer.requestId,
-        approve: answer.approve,
-        message: stored,
-        async onDecided(tx2, request, task) {
-          if (!answer.approve) return;
-          const owner = await lockNewOwner(tx2, input.caller.teamId, request.fromName);
-          await moveTaskAndSettle(tx2, {
-            task,
-            to: { state: "claimed", ownerId: owner.id },
-            requestId: request.id,
-            actorId: input.caller.id,
-            why: `task ${JSON.stringify(task.taskId)} was given to "${owner.name}"`,
-            aftermath,
-          });
-        },
-      }),
-    afterCommit(effects) {
-      effects.waiters.notify(answer.requestId);
-      wakeAftermath(effects, aftermath);
+    yes: answer.approve,
+    async onYes(tx, request, task, aftermath) {
+      const owner = await lockNewOwner(tx, input.caller.teamId, request.fromName);
+      await moveTaskAndSettle(tx, {
+        task,
+        to: { state: "claimed", ownerId: owner.id },
+        requestId: request.id,
+        actorId: input.caller.id,
+        why: `task ${JSON.stringify(task.taskId)} was given to "${owner.name}"`,
+        aftermath,
+      });
     },
-  };
+  });
 }

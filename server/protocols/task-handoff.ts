@@ -4,12 +4,10 @@ import { lockTask } from "../store/tasks.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { openRequestPlan } from "./request-lifecycle.js";
 import {
-  answerTaskRequest,
-  emptyAftermath,
   lockNewOwner,
   moveTaskAndSettle,
   refuseUnlessOwner,
-  wakeAftermath,
+  taskAnswerPlan,
 } from "./task-ownership.js";
 
 /**
@@ -52,45 +50,32 @@ export function planTaskHandoffResponse(input: SendCall, message: Message): Send
   const stored = create(MessageSchema, {
     kind: { case: "taskHandoffResponse", value: { ...answer, reason: answer.reason.trim() } },
   });
-  const aftermath = emptyAftermath();
   const toLead = input.caller.role === "lead";
-  return {
+  return taskAnswerPlan({
+    kind: "task_handoff",
+    input,
     message: stored,
     requestId: answer.requestId,
-    beforeAppend: (tx) =>
-      answerTaskRequest(tx, {
-        kind: "task_handoff",
-        input,
-        requestId: answer.requestId,
-        approve: answer.accept,
-        message: stored,
-        async onDecided(tx2, request, task) {
-          if (!answer.accept) return;
-          // A change of owner cancels the task's pending handoffs, so an answerable handoff
-          // always comes from the current owner.
-          if (task.ownerId !== request.fromId) {
-            throw new Error(`handoff ${request.id} is pending but its task moved`);
-          }
-          const owner = toLead
-            ? undefined
-            : await lockNewOwner(tx2, input.caller.teamId, input.caller.name);
-          await moveTaskAndSettle(tx2, {
-            task,
-            to: owner
-              ? { state: "claimed", ownerId: owner.id }
-              : { state: "unowned", ownerId: null },
-            requestId: request.id,
-            actorId: input.caller.id,
-            why: owner
-              ? `task ${JSON.stringify(task.taskId)} was handed off to "${owner.name}"`
-              : `task ${JSON.stringify(task.taskId)} was given back to the lead and is unowned`,
-            aftermath,
-          });
-        },
-      }),
-    afterCommit(effects) {
-      effects.waiters.notify(answer.requestId);
-      wakeAftermath(effects, aftermath);
+    yes: answer.accept,
+    async onYes(tx, request, task, aftermath) {
+      // A change of owner cancels the task's pending handoffs, so an answerable handoff
+      // always comes from the current owner.
+      if (task.ownerId !== request.fromId) {
+        throw new Error(`handoff ${request.id} is pending but its task moved`);
+      }
+      const owner = toLead
+        ? undefined
+        : await lockNewOwner(tx, input.caller.teamId, input.caller.name);
+      await moveTaskAndSettle(tx, {
+        task,
+        to: owner ? { state: "claimed", ownerId: owner.id } : { state: "unowned", ownerId: null },
+        requestId: request.id,
+        actorId: input.caller.id,
+        why: owner
+          ? `task ${JSON.stringify(task.taskId)} was handed off to "${owner.name}"`
+          : `task ${JSON.stringify(task.taskId)} was given back to the lead and is unowned`,
+        aftermath,
+      });
     },
-  };
+  });
 }

@@ -1,3 +1,4 @@
+import type { Message } from "../../gen/team/v1/message_pb.js";
 import { RuleViolationError } from "../errors.js";
 import type { Queryable } from "../store/database.js";
 import {
@@ -14,7 +15,7 @@ import {
   type TaskRow,
   type TaskState,
 } from "../store/tasks.js";
-import type { Effects } from "./protocol.js";
+import type { Effects, SendCall, SendPlan } from "./protocol.js";
 import { answerRequest } from "./request-lifecycle.js";
 import { deliverRequestUpdate } from "./request-updates.js";
 
@@ -173,25 +174,47 @@ async function cancelForTask(
 }
 
 /**
- * Answers a task protocol's request (task_claim, task_handoff, result_signoff): the task's
- * row is locked before the request's, then answerRequest checks the stateful rules and moves
- * the request; `onDecided` gets the locked task to act on.
+ * The plan of an answer to a task protocol's request (task_claim, task_handoff,
+ * result_signoff): inside the send's transaction the task's row is locked before the
+ * request's, answerRequest checks the stateful rules and moves the request, and on a yes
+ * `onYes` moves the locked task (collecting what else it changed); after commit the
+ * request's waiters and every inbox written to are woken.
  */
-export async function answerTaskRequest(
-  tx: Queryable,
-  q: Omit<Parameters<typeof answerRequest>[1], "onDecided"> & {
-    onDecided: (tx: Queryable, request: RequestRow, task: TaskRow) => Promise<void>;
-  },
-): Promise<void> {
+export function taskAnswerPlan(q: {
+  kind: "task_claim" | "task_handoff" | "result_signoff";
+  input: SendCall;
+  /** The answer as stored (trimmed). */
+  message: Message;
+  requestId: string;
+  yes: boolean;
+  onYes: (tx: Queryable, request: RequestRow, task: TaskRow, aftermath: Aftermath) => Promise<void>;
+}): SendPlan {
+  const aftermath = emptyAftermath();
   const teamId = q.input.caller.teamId;
-  const taskId = await taskIdOfRequest(tx, teamId, q.requestId);
-  // No such request, or one of another protocol: answerRequest refuses it (unknown-request).
-  const task = taskId ? await lockTask(tx, teamId, taskId) : undefined;
-  await answerRequest(tx, {
-    ...q,
-    onDecided: async (tx2, request) => {
-      if (!task) throw new Error(`request ${request.id} names task ${taskId}, which has no row`);
-      await q.onDecided(tx2, request, task);
+  return {
+    message: q.message,
+    requestId: q.requestId,
+    async beforeAppend(tx) {
+      const taskId = await taskIdOfRequest(tx, teamId, q.requestId);
+      // No such request, or one of another protocol: answerRequest refuses it (unknown-request).
+      const task = taskId ? await lockTask(tx, teamId, taskId) : undefined;
+      await answerRequest(tx, {
+        kind: q.kind,
+        input: q.input,
+        requestId: q.requestId,
+        approve: q.yes,
+        message: q.message,
+        onDecided: async (tx2, request) => {
+          if (!q.yes) return;
+          if (!task)
+            throw new Error(`request ${request.id} names task ${taskId}, which has no row`);
+          await q.onYes(tx2, request, task, aftermath);
+        },
+      });
     },
-  });
+    afterCommit(effects) {
+      effects.waiters.notify(q.requestId);
+      wakeAftermath(effects, aftermath);
+    },
+  };
 }

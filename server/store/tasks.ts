@@ -1,6 +1,5 @@
 import type { TaskState } from "../domain/words.js";
 import type { Queryable } from "./database.js";
-import { one } from "./rows.js";
 
 export type { TaskState };
 
@@ -140,11 +139,6 @@ export async function findTask(
     [teamId, taskId],
   );
   return row ? toTask(row) : undefined;
-}
-
-/** The task a member holds state of, after a change (it must exist). */
-export async function loadTask(db: Queryable, teamId: number, taskId: string): Promise<TaskRow> {
-  return one(await findTask(db, teamId, taskId));
 }
 
 export interface TaskFilter {
