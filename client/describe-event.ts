@@ -9,41 +9,67 @@ import {
   requestStatusName,
 } from "./names.js";
 
-/** What a team-feed event is about: for colouring a line by its kind. */
-export type TeamEventKind = "envelope" | "request" | "member";
+// The team feed's one renderer: the console shows its parts in columns, `team watch` joins
+// them into a line. (Needs no Node API: the console bundles it.)
 
-/**
- * One team-feed event as one line (multi-line messages indented under it), for `team watch`:
- *   21:04:05.123Z  alice → team-lead #3  text: done
- *   21:04:05.130Z  request req_… (plan_approval alice → team-lead) approved
- *   21:04:05.140Z  member eye (observer) added: active, mode default
- */
-export function describeTeamEvent(e: TeamEvent): { kind: TeamEventKind; line: string } {
-  const at = clock(e.at);
-  switch (e.change.case) {
+/** What a team-feed event is about: the console's tag and `team watch`'s colour. */
+export type TeamEventKind = "message" | "request" | "member" | "unknown";
+
+/** One event of the feed: what kind, who it concerns, and what happened. */
+export interface FeedLine {
+  kind: TeamEventKind;
+  /** "alice → team-lead #3", "plan_approval req_… alice → team-lead", "eye (observer)". */
+  subject: string;
+  /** The message (as describeMessage renders it), the request's status, the change. */
+  detail: string;
+}
+
+export function describeEvent(event: TeamEvent): FeedLine {
+  const change = event.change;
+  switch (change.case) {
     case "envelope": {
-      const { recipient, envelope } = e.change.value;
+      const { recipient, envelope } = change.value;
+      // A broadcast is one event per recipient: say whose copy this is.
       const to = envelope?.to === recipient ? recipient : `${recipient} (to ${envelope?.to})`;
       return {
-        kind: "envelope",
-        line: `${at}  ${envelope?.from || "server"} → ${to} #${envelope?.seq}  ${describeMessage(envelope?.message)}`,
+        kind: "message",
+        subject: `${envelope?.from || "server"} → ${to} #${envelope?.seq ?? 0n}`,
+        detail: describeMessage(envelope?.message),
       };
     }
     case "request": {
-      const r = e.change.value.request;
+      const r = change.value.request;
       return {
         kind: "request",
-        line: `${at}  request ${r?.requestId} (${requestKindName(r?.kind ?? 0)} ${r?.from} → ${r?.to}) ${requestStatusName(r?.status ?? 0)}`,
+        subject: `${requestKindName(r?.kind ?? 0)} ${r?.requestId ?? ""} ${r?.from} → ${r?.to}`,
+        detail: requestStatusName(r?.status ?? 0),
       };
     }
     case "member": {
-      const { change, member: m } = e.change.value;
+      const m = change.value.member;
       return {
         kind: "member",
-        line: `${at}  member ${m?.name} (${memberRoleName(m?.role ?? 0)}) ${memberChangeName(change)}: ${memberStatusName(m?.status ?? 0)}, mode ${permissionModeName(m?.permissionMode ?? 0)}`,
+        subject: `${m?.name ?? ""} (${memberRoleName(m?.role ?? 0)})`,
+        detail:
+          `${memberChangeName(change.value.change).replace("_", " ")}: ` +
+          `${memberStatusName(m?.status ?? 0)}, mode ${permissionModeName(m?.permissionMode ?? 0)}`,
       };
     }
     default:
-      return { kind: "envelope", line: `${at}  (an event this client does not know)` };
+      // A newer server's event kind: shown, not dropped, so the feed has no silent holes.
+      return { kind: "unknown", subject: "", detail: "an event this client does not know" };
   }
+}
+
+/**
+ * One team-feed event as one line (multi-line messages indented under it), for `team watch`:
+ * the time, the kind (but for messages, which are most lines), the subject, the detail.
+ *   21:04:05.123Z  alice → team-lead #3  text: done
+ *   21:04:05.130Z  request plan_approval req_… alice → team-lead  approved
+ *   21:04:05.140Z  member eye (observer)  added: active, mode default
+ */
+export function describeTeamEvent(e: TeamEvent): { kind: TeamEventKind; line: string } {
+  const { kind, subject, detail } = describeEvent(e);
+  const tag = kind === "message" ? "" : `${kind} `;
+  return { kind, line: `${clock(e.at)}  ${tag}${subject ? `${subject}  ` : ""}${detail}` };
 }

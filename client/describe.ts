@@ -1,8 +1,14 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Message } from "../gen/team/v1/message_pb.js";
-import type { Envelope, RequestRecord } from "../gen/team/v1/records_pb.js";
-import { permissionModeName, requestKindName, requestStatusName, taskStatusName } from "./names.js";
+import type { Envelope, RequestRecord, Task } from "../gen/team/v1/records_pb.js";
+import {
+  permissionModeName,
+  requestKindName,
+  requestStatusName,
+  taskStateName,
+  taskStatusName,
+} from "./names.js";
 
 // Short, human-readable renderings for terminals and transcripts (toPromptText is the one
 // for models).
@@ -49,6 +55,24 @@ export function describeMessage(message: Message | undefined): string {
       const result = n.result ? `\n${indent(n.result)}` : "";
       return `task_notification ${n.taskId} ${taskStatusName(n.status)}: ${n.summary}${usage}${result}`;
     }
+    case "taskClaimRequest":
+      return `task_claim_request ${kind.value.taskId}${note(kind.value.note)}`;
+    case "taskClaimResponse":
+      return `task_claim_response ${verdict(kind.value.requestId, kind.value.approve, kind.value.reason)}`;
+    case "taskAssign":
+      return `task_assign ${kind.value.taskId}${note(kind.value.note)}`;
+    case "taskHandoffRequest":
+      return `task_handoff_request ${kind.value.taskId}${note(kind.value.note)}`;
+    case "taskHandoffResponse":
+      return `task_handoff_response ${verdict(kind.value.requestId, kind.value.accept, kind.value.reason, ["accepted", "declined"])}`;
+    case "resultSignoffRequest": {
+      const r = kind.value;
+      return `result_signoff_request ${r.taskId}${note(r.summary)}${r.result ? `\n${indent(r.result)}` : ""}`;
+    }
+    case "resultSignoffResponse": {
+      const r = kind.value;
+      return `result_signoff_response ${verdict(r.requestId, r.approve, r.feedback)}`;
+    }
     case "requestUpdate": {
       const u = kind.value;
       return `request_update ${u.requestId} (${requestKindName(u.kind)}) ${requestStatusName(u.status)}: ${u.detail}`;
@@ -74,6 +98,34 @@ export function describeRequest(r: RequestRecord): string {
   ];
   return rows.map(([k, v]) => `${k.padEnd(9)}${v}`).join("\n");
 }
+
+/** One task, then its history of requests oldest first, one line each. */
+export function describeTask(task: Task, history: RequestRecord[] = []): string {
+  const rows: [string, string][] = [
+    ["task", task.taskId],
+    ["state", taskStateName(task.state)],
+    ["owner", task.owner || "-"],
+    ["created", instant(task.createdAt)],
+    ["updated", instant(task.updatedAt)],
+  ];
+  const lines = rows.map(([k, v]) => `${k.padEnd(9)}${v}`);
+  if (history.length > 0) {
+    lines.push("history");
+    for (const r of history) {
+      lines.push(
+        `  ${instant(r.createdAt)}  ${requestKindName(r.kind)} ${r.from} → ${r.to}  ${requestStatusName(r.status)}  ${r.requestId}`,
+      );
+    }
+  }
+  return lines.join("\n");
+}
+
+// ": <note>" when there is one.
+const note = (s: string) => (s ? `: ${indentRest(s)}` : "");
+
+/** "<request_id> approved[: <words>]" / "<request_id> rejected: <why>". */
+const verdict = (requestId: string, yes: boolean, why: string, words = ["approved", "rejected"]) =>
+  `${requestId} ${yes ? `${words[0]}${note(why)}` : `${words[1]}: ${indentRest(why)}`}`;
 
 const indent = (s: string) =>
   s

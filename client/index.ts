@@ -6,17 +6,31 @@ export type {
   RequestChanged,
   TeamEvent,
 } from "../gen/team/v1/feed_pb.js";
-export type { Attempt, Envelope, Member, RequestRecord } from "../gen/team/v1/records_pb.js";
+export type {
+  Attempt,
+  Envelope,
+  Member,
+  RequestRecord,
+  Task,
+} from "../gen/team/v1/records_pb.js";
 export type { BackoffOptions } from "./backoff.js";
 export { describeEnvelope, describeMessage, describeRequest } from "./describe.js";
 export type { Inbox, InboxOptions, InboxStatus } from "./inbox.js";
 export {
+  answerMessage,
   type MessageInit,
   planRequestMessage,
   planResponseMessage,
+  resultSignoffRequestMessage,
+  resultSignoffResponseMessage,
   shutdownRequestMessage,
   shutdownResponseMessage,
   type TaskReport,
+  taskAssignMessage,
+  taskClaimRequestMessage,
+  taskClaimResponseMessage,
+  taskHandoffRequestMessage,
+  taskHandoffResponseMessage,
   taskNotificationMessage,
   textMessage,
 } from "./messages.js";
@@ -31,18 +45,22 @@ export {
   type RequestStatusName,
   requestKindName,
   requestStatusName,
+  type TaskStateName,
   type TaskStatusName,
+  taskStateName,
   taskStatusName,
 } from "./names.js";
 export { createPromptReader, type PromptReader } from "./prompt-reader.js";
 export { type PromptTextOptions, toPromptText } from "./prompt-text.js";
 export { newMessageId, retryWhileUnavailable } from "./send-retry.js";
 export {
+  type AnswerOptions,
   type AttemptFilter,
   createTeamClient,
   type RequestFilter,
   type RequestOptions,
   type SendOptions,
+  type TaskFilter,
   type TeamClient,
   type TeamClientOptions,
 } from "./team-client.js";

@@ -1,4 +1,5 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { RequestKind } from "../gen/team/v1/enums_pb.js";
 import type { MessageSchema } from "../gen/team/v1/message_pb.js";
 import { type TaskStatusName, taskStatusOf } from "./names.js";
 
@@ -77,4 +78,77 @@ export function taskNotificationMessage(report: TaskReport): MessageInit {
       },
     },
   };
+}
+
+// The task protocols: a claim, the lead's direct assignment, a handoff and a result sign-off.
+
+export const taskClaimRequestMessage = (taskId: string, note = ""): MessageInit => ({
+  kind: { case: "taskClaimRequest", value: { taskId, note } },
+});
+
+export const taskClaimResponseMessage = (
+  requestId: string,
+  approve: boolean,
+  reason = "",
+): MessageInit => ({
+  kind: { case: "taskClaimResponse", value: { requestId, approve, reason } },
+});
+
+export const taskAssignMessage = (taskId: string, note = ""): MessageInit => ({
+  kind: { case: "taskAssign", value: { taskId, note } },
+});
+
+export const taskHandoffRequestMessage = (taskId: string, note: string): MessageInit => ({
+  kind: { case: "taskHandoffRequest", value: { taskId, note } },
+});
+
+export const taskHandoffResponseMessage = (
+  requestId: string,
+  accept: boolean,
+  reason = "",
+): MessageInit => ({
+  kind: { case: "taskHandoffResponse", value: { requestId, accept, reason } },
+});
+
+export const resultSignoffRequestMessage = (
+  taskId: string,
+  result: string,
+  summary = "",
+): MessageInit => ({
+  kind: { case: "resultSignoffRequest", value: { taskId, result, summary } },
+});
+
+export const resultSignoffResponseMessage = (
+  requestId: string,
+  approve: boolean,
+  feedback = "",
+): MessageInit => ({
+  kind: { case: "resultSignoffResponse", value: { requestId, approve, feedback } },
+});
+
+/**
+ * The answer to a request of `kind`, for surfaces that answer any request the same way (the
+ * console's buttons, `team task answer`): `words` is the reason or the feedback, whichever
+ * the kind's answer carries. undefined for a kind that takes no answer (task_assign).
+ */
+export function answerMessage(
+  kind: RequestKind,
+  requestId: string,
+  approve: boolean,
+  words = "",
+): MessageInit | undefined {
+  switch (kind) {
+    case RequestKind.SHUTDOWN:
+      return shutdownResponseMessage(requestId, approve, words);
+    case RequestKind.PLAN_APPROVAL:
+      return planResponseMessage(requestId, approve, words);
+    case RequestKind.TASK_CLAIM:
+      return taskClaimResponseMessage(requestId, approve, words);
+    case RequestKind.TASK_HANDOFF:
+      return taskHandoffResponseMessage(requestId, approve, words);
+    case RequestKind.RESULT_SIGNOFF:
+      return resultSignoffResponseMessage(requestId, approve, words);
+    default:
+      return undefined;
+  }
 }

@@ -6,6 +6,7 @@ import {
   PermissionMode,
   RequestKind,
   RequestStatus,
+  TaskState,
   TaskStatus,
 } from "../gen/team/v1/enums_pb.js";
 
@@ -13,7 +14,14 @@ import {
 
 export type TaskStatusName = "completed" | "failed" | "stopped";
 export type RequestStatusName = "pending" | "approved" | "rejected" | "expired" | "canceled";
-export type RequestKindName = "shutdown" | "plan_approval";
+export type RequestKindName =
+  | "shutdown"
+  | "plan_approval"
+  | "task_claim"
+  | "task_assign"
+  | "task_handoff"
+  | "result_signoff";
+export type TaskStateName = "unowned" | "claimed" | "done";
 export type PermissionModeName = "default" | "accept_edits" | "bypass_permissions" | "plan";
 export type AttemptOutcomeName = "accepted" | "refused";
 
@@ -32,6 +40,15 @@ const requestStatuses: Record<RequestStatusName, RequestStatus> = {
 const requestKinds: Record<RequestKindName, RequestKind> = {
   shutdown: RequestKind.SHUTDOWN,
   plan_approval: RequestKind.PLAN_APPROVAL,
+  task_claim: RequestKind.TASK_CLAIM,
+  task_assign: RequestKind.TASK_ASSIGN,
+  task_handoff: RequestKind.TASK_HANDOFF,
+  result_signoff: RequestKind.RESULT_SIGNOFF,
+};
+const taskStates: Record<TaskStateName, TaskState> = {
+  unowned: TaskState.UNOWNED,
+  claimed: TaskState.CLAIMED,
+  done: TaskState.DONE,
 };
 const permissionModes: Record<PermissionModeName, PermissionMode> = {
   default: PermissionMode.DEFAULT,
@@ -48,12 +65,14 @@ const attemptOutcomes: Record<AttemptOutcomeName, AttemptOutcome> = {
 export const taskStatusNames = Object.keys(taskStatuses) as TaskStatusName[];
 export const requestStatusNames = Object.keys(requestStatuses) as RequestStatusName[];
 export const requestKindNames = Object.keys(requestKinds) as RequestKindName[];
+export const taskStateNames = Object.keys(taskStates) as TaskStateName[];
 export const permissionModeNames = Object.keys(permissionModes) as PermissionModeName[];
 export const attemptOutcomeNames = Object.keys(attemptOutcomes) as AttemptOutcomeName[];
 
 export const taskStatusOf = (name: TaskStatusName) => taskStatuses[name];
 export const requestStatusOf = (name: RequestStatusName) => requestStatuses[name];
 export const requestKindOf = (name: RequestKindName) => requestKinds[name];
+export const taskStateOf = (name: TaskStateName) => taskStates[name];
 export const permissionModeOf = (name: PermissionModeName) => permissionModes[name];
 export const attemptOutcomeOf = (name: AttemptOutcomeName) => attemptOutcomes[name];
 
@@ -65,6 +84,7 @@ function nameIn<N extends string, V>(table: Record<N, V>, value: V): N | "unspec
 export const taskStatusName = (s: TaskStatus) => nameIn(taskStatuses, s);
 export const requestStatusName = (s: RequestStatus) => nameIn(requestStatuses, s);
 export const requestKindName = (k: RequestKind) => nameIn(requestKinds, k);
+export const taskStateName = (s: TaskState) => nameIn(taskStates, s);
 export const permissionModeName = (m: PermissionMode) => nameIn(permissionModes, m);
 export const attemptOutcomeName = (o: AttemptOutcome) => nameIn(attemptOutcomes, o);
 const memberRoles = {

@@ -20,24 +20,40 @@ export interface PromptReader {
   render(envelope: Envelope): string;
 }
 
+/** The message cases that open a request the reader must answer. */
+const ASKS_FOR_ANSWER = new Set([
+  "shutdownRequest",
+  "planApprovalRequest",
+  "taskClaimRequest",
+  "taskHandoffRequest",
+  "resultSignoffRequest",
+]);
+
+/** True when the envelope asks its reader for an answer (its status is then worth knowing). */
+export const asksForAnswer = (e: Envelope): boolean =>
+  e.requestId !== "" && ASKS_FOR_ANSWER.has(e.message?.kind.case ?? "");
+
 export function createPromptReader(options: Pick<PromptTextOptions, "answers"> = {}): PromptReader {
   const addressedHere = new Set<string>();
   const answeredHere = new Set<string>();
   const statuses = new Map<string, RequestStatus>();
+  // An answer received here: the reader asked, and the request is settled.
+  const answered = (requestId: string, yes: boolean) => {
+    answeredHere.add(requestId);
+    statuses.set(requestId, yes ? RequestStatus.APPROVED : RequestStatus.REJECTED);
+  };
   const observe = (e: Envelope) => {
     const kind = e.message?.kind;
+    if (asksForAnswer(e)) addressedHere.add(e.requestId);
     switch (kind?.case) {
-      case "shutdownRequest":
-      case "planApprovalRequest":
-        if (e.requestId) addressedHere.add(e.requestId);
-        break;
       case "shutdownResponse":
       case "planApprovalResponse":
-        answeredHere.add(kind.value.requestId);
-        statuses.set(
-          kind.value.requestId,
-          kind.value.approve ? RequestStatus.APPROVED : RequestStatus.REJECTED,
-        );
+      case "taskClaimResponse":
+      case "resultSignoffResponse":
+        answered(kind.value.requestId, kind.value.approve);
+        break;
+      case "taskHandoffResponse":
+        answered(kind.value.requestId, kind.value.accept);
         break;
       case "requestUpdate":
         statuses.set(kind.value.requestId, kind.value.status);

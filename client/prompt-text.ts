@@ -86,6 +86,95 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
     }
     case "taskNotification":
       return taskNotificationBlock(kind.value);
+    case "taskClaimRequest":
+      return block("task-claim-request", envelope, [
+        `${from} asks to own task "${text(kind.value.taskId)}"${said("Note", kind.value.note)}`,
+        ...(settled ??
+          answerLines(
+            cli,
+            `Answer it (exactly once) to approve (${from} becomes the task's one owner), or to reject with a reason (the task stays unowned):`,
+            [
+              `task_claim_response to "${from}": { request_id: "${id}", approve: true }`,
+              `task_claim_response to "${from}": { request_id: "${id}", approve: false, reason: "<why not>" }`,
+            ],
+            [
+              `team task answer ${id} --approve`,
+              `team task answer ${id} --reject --reason "<why not>"`,
+            ],
+          )),
+      ]);
+    case "taskClaimResponse": {
+      const r = kind.value;
+      return block("task-claim-response", envelope, [
+        r.approve
+          ? `${from} approved your task claim (request ${r.requestId}): the task is yours now.`
+          : `${from} rejected your task claim (request ${r.requestId}): the task stays unowned. Reason: ${text(r.reason)}`,
+        ...(r.approve ? signoffHint(cli, from, "<task-id>") : []),
+      ]);
+    }
+    case "taskAssign":
+      return block("task-assign", envelope, [
+        `${from} assigned you task "${text(kind.value.taskId)}"${said("Note", kind.value.note)}`,
+        "You own it now; no answer is needed.",
+        ...signoffHint(cli, from, kind.value.taskId),
+      ]);
+    case "taskHandoffRequest":
+      return block("task-handoff-request", envelope, [
+        `${from} asks you to take over task "${text(kind.value.taskId)}"${said("Note", kind.value.note)}`,
+        ...(settled ??
+          answerLines(
+            cli,
+            `Answer it (exactly once) to accept (you become its owner; if you are the lead, it becomes unowned again), or to reject with a reason (${from} keeps it):`,
+            [
+              `task_handoff_response to "${from}": { request_id: "${id}", accept: true }`,
+              `task_handoff_response to "${from}": { request_id: "${id}", accept: false, reason: "<why not>" }`,
+            ],
+            [
+              `team task answer ${id} --approve`,
+              `team task answer ${id} --reject --reason "<why not>"`,
+            ],
+          )),
+      ]);
+    case "taskHandoffResponse": {
+      const r = kind.value;
+      return block("task-handoff-response", envelope, [
+        r.accept
+          ? `${from} accepted your handoff (request ${r.requestId}): the task is no longer yours; stop working on it.`
+          : `${from} declined your handoff (request ${r.requestId}): you still own the task. Reason: ${text(r.reason)}`,
+      ]);
+    }
+    case "resultSignoffRequest":
+      return block("result-signoff-request", envelope, [
+        `${from} asks you to sign off the result of task "${text(kind.value.taskId)}"${said("Summary", kind.value.summary)}`,
+        `<result>\n${text(kind.value.result)}\n</result>`,
+        ...(settled ??
+          answerLines(
+            cli,
+            `Answer it (exactly once) to approve (the task is done), or to reject with feedback saying what to change (${from} keeps the task):`,
+            [
+              `result_signoff_response to "${from}": { request_id: "${id}", approve: true }`,
+              `result_signoff_response to "${from}": { request_id: "${id}", approve: false, feedback: "<what to change>" }`,
+            ],
+            [
+              `team task answer ${id} --approve`,
+              `team task answer ${id} --reject --feedback "<what to change>"`,
+            ],
+          )),
+      ]);
+    case "resultSignoffResponse": {
+      const r = kind.value;
+      return block("result-signoff-response", envelope, [
+        r.approve
+          ? `${from} signed off your result (request ${r.requestId}): the task is done.`
+          : `${from} rejected your result (request ${r.requestId}). Feedback: ${text(r.feedback)}`,
+        ...(r.feedback && r.approve ? [`Feedback: ${text(r.feedback)}`] : []),
+        ...(r.approve
+          ? []
+          : [
+              "You still own the task: act on the feedback, then ask for sign-off again (a new request).",
+            ]),
+      ]);
+    }
     case "requestUpdate": {
       const u = kind.value;
       const what = `${requestKindName(u.kind).replace("_", " ")} request ${u.requestId}`;
@@ -114,6 +203,23 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
       return block("message", envelope, ["(a message of a kind this client does not know)"]);
   }
 }
+
+/** ". Note: <what was said>" when something was, else "." */
+const said = (label: string, words: string) => (words ? `. ${label}: ${text(words)}` : ".");
+
+/** The sentence asking for an answer, then the answers, spelled for the reader's tool. */
+const answerLines = (cli: boolean, ask: string, rpc: string[], commands: string[]) => [
+  ask,
+  (cli ? commands : rpc).map((line) => `  ${line}`).join("\n"),
+];
+
+/** An owner's next step: when the result is ready, the lead signs it off. */
+const signoffHint = (cli: boolean, lead: string, taskId: string) => [
+  "When its result is ready, ask the lead to sign it off:",
+  cli
+    ? `  team task signoff ${text(taskId)} --summary "<one line>" "<the result>"`
+    : `  result_signoff_request to "${lead}": { task_id: "${text(taskId)}", result: "<the result>", summary: "<one line>" }`,
+];
 
 /** The task-notification block: what Claude Code injects into a coordinator's conversation. */
 function taskNotificationBlock(n: {

@@ -5,8 +5,10 @@ import type { Member, RequestRecord } from "../gen/team/v1/records_pb.js";
 import {
   type AddMemberResponse,
   type CreateTeamResponse,
+  type GetTaskResponse,
   type ListAttemptsResponse,
   type ListRequestsResponse,
+  type ListTasksResponse,
   type ReadInboxResponse,
   type SendResponse,
   TeamService,
@@ -17,9 +19,16 @@ import {
   type MessageInit,
   planRequestMessage,
   planResponseMessage,
+  resultSignoffRequestMessage,
+  resultSignoffResponseMessage,
   shutdownRequestMessage,
   shutdownResponseMessage,
   type TaskReport,
+  taskAssignMessage,
+  taskClaimRequestMessage,
+  taskClaimResponseMessage,
+  taskHandoffRequestMessage,
+  taskHandoffResponseMessage,
   taskNotificationMessage,
   textMessage,
 } from "./messages.js";
@@ -32,6 +41,8 @@ import {
   type RequestStatusName,
   requestKindOf,
   requestStatusOf,
+  type TaskStateName,
+  taskStateOf,
 } from "./names.js";
 import { newMessageId, retryWhileUnavailable } from "./send-retry.js";
 import { createTeamWatch, type TeamWatch, type TeamWatchOptions } from "./team-watch.js";
@@ -82,6 +93,17 @@ export interface RequestFilter {
   pageSize?: number;
   pageToken?: string;
 }
+
+export interface TaskFilter {
+  /** Only tasks this member holds (or held when they were done). */
+  owner?: string;
+  state?: TaskStateName;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+/** Options of an answer that goes back to the requester (looked up when `to` is not given). */
+export type AnswerOptions = SendOptions & { to?: string };
 
 /** The whole service for one member (or, without a token, for creating teams). */
 export interface TeamClient {
@@ -139,6 +161,54 @@ export interface TeamClient {
   /** Worker: tells the lead how a task ended. */
   notifyTask(report: TaskReport, options?: SendOptions): Promise<SendResponse>;
 
+  /** Teammate: asks the lead to become the task's one owner. */
+  claimTask(taskId: string, options?: RequestOptions & { note?: string }): Promise<SendResponse>;
+  /** Lead: the requester owns the task from now on. */
+  approveClaim(requestId: string, options?: AnswerOptions): Promise<SendResponse>;
+  /** Lead: the task stays unowned; the reason is required. */
+  rejectClaim(requestId: string, reason: string, options?: AnswerOptions): Promise<SendResponse>;
+  /** Lead: gives the task to `member` directly (no answer needed; it is recorded approved). */
+  assignTask(
+    taskId: string,
+    member: string,
+    options?: RequestOptions & { note?: string },
+  ): Promise<SendResponse>;
+  /**
+   * Owner: asks `member` (another active teammate) to take the task over, or the lead to
+   * take it back (then, once accepted, it is unowned). `note`: where the work stands.
+   */
+  handOffTask(
+    taskId: string,
+    member: string,
+    note: string,
+    options?: RequestOptions,
+  ): Promise<SendResponse>;
+  /** Addressee of a handoff: the task is now yours (or, for the lead, unowned). */
+  acceptHandoff(requestId: string, options?: AnswerOptions): Promise<SendResponse>;
+  /** Addressee of a handoff: the owner keeps it; the reason is required. */
+  rejectHandoff(requestId: string, reason: string, options?: AnswerOptions): Promise<SendResponse>;
+  /** Owner: asks the lead to sign off the task's result. */
+  requestSignoff(
+    taskId: string,
+    result: string,
+    options?: RequestOptions & { summary?: string },
+  ): Promise<SendResponse>;
+  /** Lead: the task is done. */
+  approveSignoff(
+    requestId: string,
+    options?: AnswerOptions & { feedback?: string },
+  ): Promise<SendResponse>;
+  /** Lead: the owner keeps the task and should act on the feedback (required). */
+  rejectSignoff(
+    requestId: string,
+    feedback: string,
+    options?: AnswerOptions,
+  ): Promise<SendResponse>;
+  /** One task and its history of requests (claims, assignments, handoffs, sign-offs). */
+  getTask(taskId: string): Promise<GetTaskResponse>;
+  /** Most recently changed first; the lead sees the team's, a teammate its own and unowned ones. */
+  listTasks(filter?: TaskFilter): Promise<ListTasksResponse>;
+
   getRequest(requestId: string): Promise<RequestRecord>;
   /** Newest first; the lead sees the team's requests, others their own. */
   listRequests(filter?: RequestFilter): Promise<ListRequestsResponse>;
@@ -172,6 +242,10 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
   const timeoutMs = Math.ceil(options.timeoutMs ?? 30_000);
   const call = { timeoutMs };
   let lead: Promise<string> | undefined;
+
+  // An answer goes back to whoever asked: the request record says who, unless the caller knows.
+  const requester = async (requestId: string, o: AnswerOptions) =>
+    o.to ?? (await self.getRequest(requestId)).from;
 
   const self: TeamClient = {
     baseUrl: options.baseUrl,
@@ -239,18 +313,66 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
     submitPlan: async (plan, o) => self.send(await self.leadName(), planRequestMessage(plan), o),
     approvePlan: async (requestId, o = {}) =>
       self.send(
-        o.to ?? (await self.getRequest(requestId)).from,
+        await requester(requestId, o),
         planResponseMessage(requestId, true, o.feedback ?? ""),
         o,
       ),
     rejectPlan: async (requestId, feedback = "", o = {}) =>
-      self.send(
-        o.to ?? (await self.getRequest(requestId)).from,
-        planResponseMessage(requestId, false, feedback),
-        o,
-      ),
+      self.send(await requester(requestId, o), planResponseMessage(requestId, false, feedback), o),
     notifyTask: async (report, o) =>
       self.send(await self.leadName(), taskNotificationMessage(report), o),
+
+    claimTask: async (taskId, o = {}) =>
+      self.send(await self.leadName(), taskClaimRequestMessage(taskId, o.note ?? ""), o),
+    approveClaim: async (requestId, o = {}) =>
+      self.send(await requester(requestId, o), taskClaimResponseMessage(requestId, true), o),
+    rejectClaim: async (requestId, reason, o = {}) =>
+      self.send(
+        await requester(requestId, o),
+        taskClaimResponseMessage(requestId, false, reason),
+        o,
+      ),
+    assignTask: (taskId, member, o = {}) =>
+      self.send(member, taskAssignMessage(taskId, o.note ?? ""), o),
+    handOffTask: (taskId, member, note, o) =>
+      self.send(member, taskHandoffRequestMessage(taskId, note), o),
+    acceptHandoff: async (requestId, o = {}) =>
+      self.send(await requester(requestId, o), taskHandoffResponseMessage(requestId, true), o),
+    rejectHandoff: async (requestId, reason, o = {}) =>
+      self.send(
+        await requester(requestId, o),
+        taskHandoffResponseMessage(requestId, false, reason),
+        o,
+      ),
+    requestSignoff: async (taskId, result, o = {}) =>
+      self.send(
+        await self.leadName(),
+        resultSignoffRequestMessage(taskId, result, o.summary ?? ""),
+        o,
+      ),
+    approveSignoff: async (requestId, o = {}) =>
+      self.send(
+        await requester(requestId, o),
+        resultSignoffResponseMessage(requestId, true, o.feedback ?? ""),
+        o,
+      ),
+    rejectSignoff: async (requestId, feedback, o = {}) =>
+      self.send(
+        await requester(requestId, o),
+        resultSignoffResponseMessage(requestId, false, feedback),
+        o,
+      ),
+    getTask: (taskId) => rpc.getTask({ taskId }, call),
+    listTasks: (f = {}) =>
+      rpc.listTasks(
+        {
+          owner: f.owner ?? "",
+          ...(f.state ? { state: taskStateOf(f.state) } : {}),
+          pageSize: f.pageSize ?? 0,
+          pageToken: f.pageToken ?? "",
+        },
+        call,
+      ),
 
     listAttempts: (f = {}) =>
       rpc.listAttempts(

@@ -6,6 +6,7 @@ import {
   PermissionMode,
   RequestKind,
   RequestStatus,
+  TaskState,
 } from "../gen/team/v1/enums_pb.js";
 import type { RequestRecord } from "../gen/team/v1/records_pb.js";
 import type { LeadLog } from "./lead.js";
@@ -30,16 +31,52 @@ export async function checkSteps(
   );
   const members = await lead.members();
   const journal = (await lead.listAttempts({ pageSize: 500 })).attempts;
-  // Each request is one step, each answer another, each task notification one more.
+  // Each request is one step, each answer another (an assignment has none: it is recorded
+  // approved), each task notification a member sent one more (the server writes its own).
   const answered = records.filter(
-    (r) => r.status === RequestStatus.APPROVED || r.status === RequestStatus.REJECTED,
+    (r) =>
+      r.kind !== RequestKind.TASK_ASSIGN &&
+      (r.status === RequestStatus.APPROVED || r.status === RequestStatus.REJECTED),
   );
-  const expectedSteps = records.length + answered.length + log.taskNotifications.length;
+  const reported = log.taskNotifications.filter((n) => n.from !== "");
+  const expectedSteps = records.length + answered.length + reported.length;
+  // A task the walkthrough never recorded is a failed step, not a failed demo.
+  const task = async (taskId: string) => (await lead.getTask(taskId).catch(() => undefined))?.task;
+  const [parserTask, e2eTask] = [await task("parser-refactor"), await task("e2e-suite")];
+  const leadInbox = (await lead.readInbox({ afterSeq: 0, limit: 1000 })).envelopes;
+  const answer = (r: RequestRecord | undefined) => r?.response?.kind;
+  /** The task a task protocol's request names. */
+  const taskOf = (r: RequestRecord | undefined) => {
+    const k = r?.request?.kind;
+    switch (k?.case) {
+      case "taskClaimRequest":
+      case "taskAssign":
+      case "taskHandoffRequest":
+      case "resultSignoffRequest":
+        return k.value.taskId;
+      default:
+        return undefined;
+    }
+  };
+  const claims = records.filter((r) => r.kind === RequestKind.TASK_CLAIM && r.from === "bob");
+  const [firstClaim, secondClaim] = claims;
+  const firstClaimAnswer = answer(firstClaim);
+  const assigned = records.find(
+    (r) => r.kind === RequestKind.TASK_ASSIGN && taskOf(r) === "parser-refactor",
+  );
+  const handoff = records.find(
+    (r) => r.kind === RequestKind.TASK_HANDOFF && r.from === "bob" && r.to === "carol",
+  );
+  const handoffAnswer = answer(handoff);
+  const signoffs = records.filter(
+    (r) => r.kind === RequestKind.RESULT_SIGNOFF && taskOf(r) === "parser-refactor",
+  );
+  const [firstSignoff, secondSignoff] = signoffs;
+  const firstSignoffAnswer = answer(firstSignoff);
   const member = (name: string) => members.find((m) => m.name === name);
   const plans = records.filter((r) => r.kind === RequestKind.PLAN_APPROVAL && r.from === "alice");
   const shutdowns = (to: string) =>
     records.filter((r) => r.kind === RequestKind.SHUTDOWN && r.to === to);
-  const answer = (r: RequestRecord | undefined) => r?.response?.kind;
   const summaries = log.taskNotifications.map((n) => n.summary);
 
   const [firstPlan, secondPlan] = plans;
@@ -96,6 +133,54 @@ export async function checkSteps(
       ok:
         log.taskNotifications.some((n) => n.from === "carol" && n.taskId === "docs") &&
         stoppedAndExited("carol"),
+    },
+    {
+      step: "bob's first claim of e2e-suite was rejected with a reason",
+      ok:
+        taskOf(firstClaim) === "e2e-suite" &&
+        firstClaim?.status === RequestStatus.REJECTED &&
+        firstClaimAnswer?.case === "taskClaimResponse" &&
+        firstClaimAnswer.value.reason.trim() !== "",
+    },
+    {
+      step: "bob claimed e2e-suite again once the parser landed, and the lead approved",
+      ok:
+        claims.length === 2 &&
+        secondClaim !== undefined &&
+        taskOf(secondClaim) === "e2e-suite" &&
+        secondClaim.status === RequestStatus.APPROVED,
+    },
+    {
+      step: "the lead assigned parser-refactor to alice",
+      ok: assigned?.to === "alice" && assigned.status === RequestStatus.APPROVED,
+    },
+    {
+      step: "alice's first sign-off was rejected with feedback, the second approved: parser-refactor is done",
+      ok:
+        signoffs.length === 2 &&
+        firstSignoff?.status === RequestStatus.REJECTED &&
+        firstSignoffAnswer?.case === "resultSignoffResponse" &&
+        firstSignoffAnswer.value.feedback.trim() !== "" &&
+        secondSignoff?.status === RequestStatus.APPROVED &&
+        parserTask?.state === TaskState.DONE &&
+        parserTask.owner === "alice",
+    },
+    {
+      step: "bob handed e2e-suite to carol, who accepted over MCP; her stop released it to the lead",
+      ok:
+        handoff !== undefined &&
+        taskOf(handoff) === "e2e-suite" &&
+        handoff.status === RequestStatus.APPROVED &&
+        handoffAnswer?.case === "taskHandoffResponse" &&
+        handoffAnswer.value.accept &&
+        log.taskNotifications.some((n) => n.from === "carol" && n.taskId === "e2e-suite") &&
+        e2eTask?.state === TaskState.UNOWNED &&
+        leadInbox.some(
+          (e) =>
+            e.from === "" &&
+            e.message?.kind.case === "taskNotification" &&
+            e.message.kind.value.taskId === "e2e-suite",
+        ),
     },
     {
       step: `the journal holds every protocol step (${expectedSteps}), accepted, none refused`,

@@ -12,11 +12,16 @@ export interface LeadLog {
 
 const REVIEW_FEEDBACK =
   "too risky: move files to trash/ instead of rm -rf, and keep the old parser behind a flag";
+const CLAIM_REFUSAL = "the parser has not landed yet; claim it again when I say so";
+const SIGNOFF_FEEDBACK = "add a changelog entry for --new-parser";
 
 /**
- * The lead's script: welcome the team, review alice's plans (reject the first with feedback,
- * approve the revision), hand bob the integration tests once alice reports, and ask both to
- * shut down; ask bob again after he reports. Returns once both shutdowns are approved.
+ * The lead's script: welcome the team; answer bob's claims of e2e-suite (the first, before the
+ * parser landed, rejected with a reason; the next approved); review alice's plans (reject the first with feedback, assign
+ * her parser-refactor and approve the revision); review her result (reject the first
+ * sign-off with feedback, approve the second); hand bob the integration tests once alice
+ * reports, and ask both to shut down; ask bob again after he reports, and carol once she
+ * reports the e2e suite bob handed her. Returns once all three shutdowns are approved.
  */
 export async function runLead(
   lead: TeamClient,
@@ -37,6 +42,8 @@ export async function runLead(
     say(`asked ${member} to shut down (${sent.requestId}): ${reason}`);
   };
 
+  let claims = 0;
+  let signoffs = 0;
   const inbox = lead.inbox({ signal });
   say("welcoming the team");
   await lead.broadcast(
@@ -52,8 +59,31 @@ export async function runLead(
         say(`rejecting plan ${envelope.requestId}`);
         await lead.rejectPlan(envelope.requestId, REVIEW_FEEDBACK, { to: envelope.from });
       } else {
+        // Assigned before the approval: alice owns the task by the time she starts on it.
+        const assigned = await lead.assignTask("parser-refactor", envelope.from, {
+          note: "the plan you are about to get approved",
+        });
+        say(`assigned parser-refactor to ${envelope.from} (${assigned.requestId})`);
         say(`approving plan ${envelope.requestId}`);
         await lead.approvePlan(envelope.requestId, { to: envelope.from });
+      }
+      await confirm(envelope.requestId);
+    } else if (kind?.case === "taskClaimRequest") {
+      claims++;
+      const early = claims === 1;
+      say(`${early ? "rejecting" : "approving"} ${envelope.from}'s claim of ${kind.value.taskId}`);
+      if (early) await lead.rejectClaim(envelope.requestId, CLAIM_REFUSAL, { to: envelope.from });
+      else await lead.approveClaim(envelope.requestId, { to: envelope.from });
+      await confirm(envelope.requestId);
+    } else if (kind?.case === "resultSignoffRequest") {
+      say(toPromptText(envelope));
+      signoffs++;
+      if (signoffs === 1) {
+        say(`rejecting the result of ${kind.value.taskId}`);
+        await lead.rejectSignoff(envelope.requestId, SIGNOFF_FEEDBACK, { to: envelope.from });
+      } else {
+        say(`signing off ${kind.value.taskId}`);
+        await lead.approveSignoff(envelope.requestId, { to: envelope.from });
       }
       await confirm(envelope.requestId);
     } else if (kind?.case === "taskNotification") {
@@ -61,6 +91,8 @@ export async function runLead(
       say(toPromptText(envelope));
       const n = kind.value;
       log.taskNotifications.push({ from: envelope.from, taskId: n.taskId, summary: n.summary });
+      // The server's own notices (a stopped member's task released) need nothing from us.
+      if (envelope.from === "") continue;
       if (n.taskId === "parser-refactor") {
         await lead.sendText("bob", "the parser landed: run the integration tests now");
         say("told bob to run the integration tests");
@@ -68,8 +100,8 @@ export async function runLead(
         await askToStop("bob", "wrapping up the team");
       } else if (n.taskId === "integration-tests") {
         await askToStop("bob", "your tests are reported");
-      } else if (n.taskId === "docs") {
-        await askToStop("carol", "the docs are written");
+      } else if (n.taskId === "e2e-suite" && envelope.from === "carol") {
+        await askToStop("carol", "the docs are written and the e2e suite is green");
       }
     } else if (kind?.case === "shutdownResponse") {
       const r = kind.value;

@@ -9,9 +9,11 @@ import { createTranscript } from "./transcript.js";
 /**
  * `npm run demo`: a lead (this process) and three scripted teammates (child processes; carol
  * only through the MCP tools of `team mcp`, as an LLM agent would) walk
- * through both protocols on a real server: a plan rejected with feedback, resubmitted and
- * approved; task notifications; a shutdown rejected with a reason; shutdowns approved and
- * the teammates exiting. Exits 0 only if every step is confirmed by the server, within
+ * through the protocols on a real server: a plan rejected with feedback, resubmitted and
+ * approved; a task claim rejected with a reason and another approved; a task assigned; a
+ * handoff accepted (over MCP); a result sign-off rejected with feedback, then approved;
+ * task notifications; a shutdown rejected with a reason; shutdowns approved and the
+ * teammates exiting. Exits 0 only if every step is confirmed by the server, within
  * DEMO_TIMEOUT_MS (default 60 s). Uses TEAM_URL when set, else its own throwaway server.
  */
 const timeoutMs = Number(process.env.DEMO_TIMEOUT_MS ?? 60_000);

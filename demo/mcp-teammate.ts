@@ -7,8 +7,10 @@ import type { TeammateLine } from "./transcript.js";
  * carol, the demo's MCP teammate: what an LLM agent does through the MCP tools, scripted.
  * She talks to the team only through `team mcp` (the SDK's own Client over stdio, the way
  * Claude Code would): reads with wait_for_messages, writes docs on the welcome and reports
- * the task, approves the shutdown request, then checks that her next tool call is refused
- * because her token is revoked. Exits 0 only if all of that happened.
+ * the task, accepts the e2e suite bob hands her (get_request shows which task, get_task
+ * that it is hers), runs it and reports it, approves the shutdown request, then checks that
+ * her next tool call is refused because her token is revoked. Exits 0 only if all of that
+ * happened.
  */
 const say = (text: string) => {
   const line: TeammateLine = { at: Date.now(), text };
@@ -20,6 +22,11 @@ interface Received {
   from: string;
   type: string;
   request_id: string;
+}
+
+/** What get_request returns for a handoff: the request as asked. */
+interface HandoffRecord {
+  taskHandoffRequest: { taskId: string };
 }
 
 const client = new Client({ name: "demo-carol", version: "1.0.0" });
@@ -63,6 +70,33 @@ try {
         });
         if (sent.isError) throw new Error(sent.text);
         say(`reported task docs: completed (${sent.text})`);
+      } else if (m.type === "taskHandoffRequest") {
+        const asked = await call("get_request", { request_id: m.request_id });
+        if (asked.isError) throw new Error(asked.text);
+        const taskId = (asked.structuredContent as { request: HandoffRecord }).request
+          .taskHandoffRequest.taskId;
+        const accepted = await call("send_message", {
+          to: m.from,
+          message: { type: "task_handoff_response", request_id: m.request_id, accept: true },
+        });
+        if (accepted.isError) throw new Error(accepted.text);
+        const task = await call("get_task", { task_id: taskId });
+        if (task.isError) throw new Error(task.text);
+        say(
+          `accepted ${taskId} from ${m.from}; get_task: ${task.text.split("\n").slice(0, 3).join(", ")}`,
+        );
+        const reported = await call("send_message", {
+          to: "team-lead",
+          message: {
+            type: "task_notification",
+            task_id: taskId,
+            status: "completed",
+            description: "run the e2e suite",
+            result: "17 passed in a real browser (new parser on)",
+          },
+        });
+        if (reported.isError) throw new Error(reported.text);
+        say(`reported task ${taskId}: completed`);
       } else if (m.type === "shutdownRequest") {
         const answered = await call("send_message", {
           to: "team-lead",

@@ -19,6 +19,15 @@ export interface Teammate {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A promise settled by a later envelope. */
+function settledLater(): { done: Promise<void>; settle(): void } {
+  let settle = () => {};
+  const done = new Promise<void>((resolve) => {
+    settle = resolve;
+  });
+  return { done, settle };
+}
+
 /** Approves a shutdown unless `busy()` says why not. */
 async function answerShutdown(
   envelope: Envelope,
@@ -38,7 +47,9 @@ async function answerShutdown(
 
 /**
  * alice: plans before she acts. Submits a risky plan on the lead's welcome, revises it after
- * the rejection, works once it is approved, reports the task, and accepts a shutdown.
+ * the rejection, works once it is approved (the lead assigns her the task), asks the lead to
+ * sign off the result, revises it after the feedback, reports the task once it is signed
+ * off, and accepts a shutdown.
  */
 export function createPlanner(): Teammate {
   return {
@@ -54,11 +65,29 @@ export function createPlanner(): Teammate {
         await ctx.client.submitPlan(
           "1. move src/parser/ to trash/ (recoverable)\n2. rewrite the parser behind --new-parser\n3. run the unit tests",
         );
+      } else if (kind?.case === "taskAssign") {
+        ctx.say(`assigned ${kind.value.taskId} (${envelope.requestId})`);
       } else if (kind?.case === "planApprovalResponse") {
         ctx.say(
           `plan approved; working in permission mode ${permissionModeName(kind.value.permissionMode)}`,
         );
         await sleep(200); // the work
+        const asked = await ctx.client.requestSignoff(
+          "parser-refactor",
+          "parser rewritten behind --new-parser; 128 unit tests pass",
+          { summary: "the new parser, behind a flag" },
+        );
+        ctx.say(`asked the lead to sign off parser-refactor (${asked.requestId})`);
+      } else if (kind?.case === "resultSignoffResponse" && !kind.value.approve) {
+        ctx.say(`result rejected ("${kind.value.feedback}"); revising`);
+        const asked = await ctx.client.requestSignoff(
+          "parser-refactor",
+          "parser rewritten behind --new-parser; 128 unit tests pass; CHANGELOG.md has the entry",
+          { summary: "the new parser, behind a flag, with a changelog entry" },
+        );
+        ctx.say(`asked again (${asked.requestId})`);
+      } else if (kind?.case === "resultSignoffResponse") {
+        ctx.say("result signed off: parser-refactor is done");
         await ctx.client.notifyTask({
           taskId: "parser-refactor",
           status: "completed",
@@ -76,11 +105,17 @@ export function createPlanner(): Teammate {
 }
 
 /**
- * bob: runs the integration tests once the parser lands. A shutdown request that arrives
- * while they run is rejected with a reason; after reporting the results he accepts one.
+ * bob: claims the e2e suite on the welcome (rejected: too early) and again once the parser
+ * lands (approved); runs the tests, hands the e2e suite, which his runner cannot run, to
+ * carol and waits for her answer. A shutdown request that arrives
+ * while the tests run is rejected with a reason; after reporting the results he accepts one.
  */
 export function createTester(): Teammate {
   let running = false;
+  // Settled by his inbox, awaited by the tests running beside it.
+  const refused = settledLater();
+  const claimed = settledLater();
+  const handedOff = settledLater();
   return {
     async handle(envelope, ctx) {
       const kind = envelope.message?.kind;
@@ -89,9 +124,25 @@ export function createTester(): Teammate {
           envelope.from,
           "bob here: I start once the parser refactor lands",
         );
+        const asked = await ctx.client.claimTask("e2e-suite", {
+          note: "I will run it with the integration tests",
+        });
+        ctx.say(`claimed e2e-suite (${asked.requestId})`);
+      } else if (kind?.case === "taskClaimResponse" && !kind.value.approve) {
+        ctx.say(`claim rejected ("${kind.value.reason}")`);
+        refused.settle();
+      } else if (kind?.case === "taskClaimResponse") {
+        ctx.say("claim approved: e2e-suite is mine");
+        claimed.settle();
+      } else if (kind?.case === "taskHandoffResponse") {
+        ctx.say(`handoff ${kind.value.accept ? "accepted" : "declined"} by ${envelope.from}`);
+        handedOff.settle();
       } else if (kind?.case === "text" && kind.value.includes("run the integration tests")) {
         running = true;
-        ctx.say("running the integration tests");
+        // A claim while the first is still pending would be refused (one-owner).
+        await refused.done;
+        const asked = await ctx.client.claimTask("e2e-suite", { note: "the parser landed" });
+        ctx.say(`claimed e2e-suite again (${asked.requestId}); running the integration tests`);
         void runTests(ctx).then(
           () => {},
           (err) => ctx.say(`tests could not be reported: ${(err as Error).message}`),
@@ -108,6 +159,7 @@ export function createTester(): Teammate {
   };
 
   async function runTests(ctx: TeammateContext): Promise<void> {
+    await claimed.done;
     await sleep(800);
     await ctx.client.notifyTask({
       taskId: "e2e-suite",
@@ -116,6 +168,14 @@ export function createTester(): Teammate {
       error: "no browser installed on this runner",
       usage: { totalTokens: 2_100, toolUses: 4, durationMs: 400 },
     });
+    const offered = await ctx.client.handOffTask(
+      "e2e-suite",
+      "carol",
+      "no browser on my runner; the suite is in e2e/, run it with --new-parser",
+    );
+    ctx.say(`handed e2e-suite to carol (${offered.requestId}); waiting for her answer`);
+    // Answered before he reports: once he reports, the lead may stop him at once.
+    await handedOff.done;
     // Done before the report goes out: the lead may answer it with a shutdown request at once.
     running = false;
     await ctx.client.notifyTask({

@@ -109,8 +109,15 @@ for (const file of tsFiles(serverDir)) {
   }
 }
 
-/** The client modules the console shares: enum words, descriptions, errors, backoff. */
-const CONSOLE_MAY_IMPORT = ["names.ts", "describe.ts", "team-error.ts", "backoff.ts"];
+/** The client modules the console shares: enum words, descriptions (the feed's too), message builders, errors, backoff. */
+const CONSOLE_MAY_IMPORT = [
+  "names.ts",
+  "describe.ts",
+  "describe-event.ts",
+  "messages.ts",
+  "team-error.ts",
+  "backoff.ts",
+];
 const repoDir = resolve(serverDir, "..");
 const consoleDir = join(repoDir, "console", "src");
 const consoleImports = /(?:import|export)\s[^;]*?from\s+"(\.[^"]+)"/g;

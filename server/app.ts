@@ -7,6 +7,7 @@ import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
 import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
+import { taskHandlers } from "./handlers/tasks.js";
 import { watchHandler } from "./handlers/watch.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
@@ -196,6 +197,7 @@ export function createApp(options: AppOptions): App {
     }),
     ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
+    ...taskHandlers(deps),
     ...attemptHandlers(deps),
     ...watchHandler({ db, teams, heartbeatIntervalMs, maxPerMember }),
   };

@@ -16,6 +16,9 @@ export interface Config {
   heartbeatIntervalMs: number;
   shutdownTtlMs: number;
   planApprovalTtlMs: number;
+  taskClaimTtlMs: number;
+  taskHandoffTtlMs: number;
+  resultSignoffTtlMs: number;
   shutdownGraceMs: number;
   dbPoolSize: number;
   dbStatementTimeoutMs: number;
@@ -204,6 +207,30 @@ function createProgram(name = "team-protocols"): Command {
         .argParser(ttl("PLAN_APPROVAL_TTL_MS")),
     )
     .addOption(
+      new Option("--task-claim-ttl-ms <ms>", "time to answer a task_claim_request without a ttl")
+        .env("TASK_CLAIM_TTL_MS")
+        .default(600_000)
+        .argParser(ttl("TASK_CLAIM_TTL_MS")),
+    )
+    .addOption(
+      new Option(
+        "--task-handoff-ttl-ms <ms>",
+        "time to answer a task_handoff_request without a ttl",
+      )
+        .env("TASK_HANDOFF_TTL_MS")
+        .default(600_000)
+        .argParser(ttl("TASK_HANDOFF_TTL_MS")),
+    )
+    .addOption(
+      new Option(
+        "--result-signoff-ttl-ms <ms>",
+        "time to answer a result_signoff_request without a ttl",
+      )
+        .env("RESULT_SIGNOFF_TTL_MS")
+        .default(1_800_000)
+        .argParser(ttl("RESULT_SIGNOFF_TTL_MS")),
+    )
+    .addOption(
       new Option("--shutdown-grace-ms <ms>", "how long calls may finish at stop")
         .env("SHUTDOWN_GRACE_MS")
         .default(10_000)
@@ -387,6 +414,9 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     shutdownTtlMs: o.shutdownTtlMs,
     planApprovalTtlMs: o.planApprovalTtlMs,
+    taskClaimTtlMs: o.taskClaimTtlMs,
+    taskHandoffTtlMs: o.taskHandoffTtlMs,
+    resultSignoffTtlMs: o.resultSignoffTtlMs,
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
     dbStatementTimeoutMs: o.dbStatementTimeoutMs,

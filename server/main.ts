@@ -52,7 +52,13 @@ export async function run(
       intervalMs: config.retentionIntervalMs,
     },
     protocols: {
-      defaultTtlMs: { shutdown: config.shutdownTtlMs, plan_approval: config.planApprovalTtlMs },
+      defaultTtlMs: {
+        shutdown: config.shutdownTtlMs,
+        plan_approval: config.planApprovalTtlMs,
+        task_claim: config.taskClaimTtlMs,
+        task_handoff: config.taskHandoffTtlMs,
+        result_signoff: config.resultSignoffTtlMs,
+      },
     },
   });
   await app.ready;

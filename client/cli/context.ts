@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { createTeamClient, type TeamClient } from "../team-client.js";
@@ -102,4 +103,12 @@ export function table(header: string[], rows: string[][]): string {
       .join("  ")
       .trimEnd();
   return [line(header), ...rows.map(line)].join("\n");
+}
+
+/** A long text argument (a plan, a result) from a file, or from standard input for "-". */
+export async function readInput(file: string): Promise<string> {
+  if (file !== "-") return readFile(file, "utf8");
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
 }

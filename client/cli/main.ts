@@ -10,6 +10,7 @@ import { messagingCommands } from "./commands/messaging.js";
 import { protocolCommands } from "./commands/protocols.js";
 import { requestCommands } from "./commands/requests.js";
 import { serveCommand } from "./commands/serve.js";
+import { taskCommands } from "./commands/tasks.js";
 import { watchCommand } from "./commands/watch.js";
 import { DEFAULT_URL, EXIT, QuietExit, UsageError } from "./context.js";
 
@@ -35,6 +36,7 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   membershipCommands(program);
   messagingCommands(program);
   protocolCommands(program);
+  taskCommands(program);
   requestCommands(program);
   attemptCommands(program);
   watchCommand(program);

@@ -3,8 +3,15 @@ import {
   type MessageInit,
   planRequestMessage,
   planResponseMessage,
+  resultSignoffRequestMessage,
+  resultSignoffResponseMessage,
   shutdownRequestMessage,
   shutdownResponseMessage,
+  taskAssignMessage,
+  taskClaimRequestMessage,
+  taskClaimResponseMessage,
+  taskHandoffRequestMessage,
+  taskHandoffResponseMessage,
   taskNotificationMessage,
   textMessage,
 } from "../messages.js";
@@ -13,6 +20,7 @@ import {
 // tool already use: a string, or an object whose `type` names the protocol message.
 
 const requestId = z.string().min(1).describe("The request_id of the request being answered.");
+const taskId = z.string().min(1).describe("The task's id, as the team names it.");
 
 const structured = z.discriminatedUnion("type", [
   z.object({
@@ -44,6 +52,45 @@ const structured = z.discriminatedUnion("type", [
     result: z.string().optional().describe("What the lead should read."),
     error: z.string().optional().describe("What went wrong, for a failed task."),
   }),
+  z.object({
+    type: z.literal("task_claim_request"),
+    task_id: taskId,
+    note: z.string().optional().describe("Why you, or how you will go about it."),
+  }),
+  z.object({
+    type: z.literal("task_claim_response"),
+    request_id: requestId,
+    approve: z.boolean().describe("true: the claimant owns the task; false: it stays unowned."),
+    reason: z.string().optional().describe("Required when approve is false."),
+  }),
+  z.object({
+    type: z.literal("task_assign"),
+    task_id: taskId,
+    note: z.string().optional().describe("What you want done."),
+  }),
+  z.object({
+    type: z.literal("task_handoff_request"),
+    task_id: taskId,
+    note: z.string().describe("Where the work stands, for the next owner."),
+  }),
+  z.object({
+    type: z.literal("task_handoff_response"),
+    request_id: requestId,
+    accept: z.boolean().describe("true: you take the task over; false: its owner keeps it."),
+    reason: z.string().optional().describe("Required when accept is false."),
+  }),
+  z.object({
+    type: z.literal("result_signoff_request"),
+    task_id: taskId,
+    result: z.string().describe("The result, for the lead to check."),
+    summary: z.string().optional().describe("One line for the lead."),
+  }),
+  z.object({
+    type: z.literal("result_signoff_response"),
+    request_id: requestId,
+    approve: z.boolean().describe("true: the task is done; false: its owner keeps working on it."),
+    feedback: z.string().optional().describe("What to change. Required when approve is false."),
+  }),
 ]);
 
 export const messageInput = z
@@ -52,7 +99,11 @@ export const messageInput = z
     'Plain text, or an object with "type": shutdown_request {reason?}, shutdown_response ' +
       "{request_id, approve, reason?}, plan_approval_request {plan}, plan_approval_response " +
       "{request_id, approve, feedback?}, task_notification {task_id, status, description?, " +
-      "summary?, result?, error?}.",
+      "summary?, result?, error?}, task_claim_request {task_id, note?}, task_claim_response " +
+      "{request_id, approve, reason?}, task_assign {task_id, note?}, task_handoff_request " +
+      "{task_id, note}, task_handoff_response {request_id, accept, reason?}, " +
+      "result_signoff_request {task_id, result, summary?}, result_signoff_response " +
+      "{request_id, approve, feedback?}.",
   );
 
 export type MessageInput = z.infer<typeof messageInput>;
@@ -78,5 +129,19 @@ export function toMessageInit(m: MessageInput): MessageInit {
         result: m.result ?? "",
         error: m.error ?? "",
       });
+    case "task_claim_request":
+      return taskClaimRequestMessage(m.task_id, m.note ?? "");
+    case "task_claim_response":
+      return taskClaimResponseMessage(m.request_id, m.approve, m.reason ?? "");
+    case "task_assign":
+      return taskAssignMessage(m.task_id, m.note ?? "");
+    case "task_handoff_request":
+      return taskHandoffRequestMessage(m.task_id, m.note);
+    case "task_handoff_response":
+      return taskHandoffResponseMessage(m.request_id, m.accept, m.reason ?? "");
+    case "result_signoff_request":
+      return resultSignoffRequestMessage(m.task_id, m.result, m.summary ?? "");
+    case "result_signoff_response":
+      return resultSignoffResponseMessage(m.request_id, m.approve, m.feedback ?? "");
   }
 }

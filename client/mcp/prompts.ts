@@ -52,6 +52,12 @@ export function registerTeamPrompts(server: McpServer, client: TeamClient, me: I
             "teammate inherits your permission mode; a rejection needs feedback saying what to change.",
           '- To stop a teammate, send it {type: "shutdown_request", reason}; it approves (and is ' +
             "stopped) or rejects with a reason. remove_member stops it at once.",
+          "- Answer each task_claim_request once: send_message to the claimant with " +
+            '{type: "task_claim_response", request_id, approve, reason} (a rejection needs a reason). ' +
+            'Give a task directly with {type: "task_assign", task_id, note} to the teammate.',
+          "- Answer each result_signoff_request once: send_message to its owner with " +
+            '{type: "result_signoff_response", request_id, approve, feedback}: approving makes the ' +
+            "task done; a rejection needs feedback saying what to change. list_tasks shows the team's tasks.",
           "- add_member gives a new teammate its token and MCP configuration.",
           "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
         ].join("\n"),

@@ -2,11 +2,22 @@ import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf"
 import { z } from "zod";
 import { MemberSchema, RequestRecordSchema } from "../../gen/team/v1/records_pb.js";
 import {
+  GetTaskResponseSchema,
   ListAttemptsResponseSchema,
   ListRequestsResponseSchema,
+  ListTasksResponseSchema,
   SendResponseSchema,
 } from "../../gen/team/v1/team_service_pb.js";
-import { memberRoleName, memberStatusName, permissionModeName } from "../names.js";
+import { describeTask } from "../describe.js";
+import {
+  memberRoleName,
+  memberStatusName,
+  permissionModeName,
+  requestKindNames,
+  requestStatusNames,
+  taskStateName,
+  taskStateNames,
+} from "../names.js";
 import type { TeamClient } from "../team-client.js";
 import type { Identity } from "./identity.js";
 import { messageInput, toMessageInit } from "./message-input.js";
@@ -51,6 +62,12 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
         "plan_approval_response to a teammate's plan; a teammate answers a shutdown_request with " +
         "shutdown_response (approving stops it: its token is revoked; rejecting needs a reason), " +
         "submits plan_approval_request to the lead, and reports task_notification to the lead. " +
+        "Tasks: a teammate sends task_claim_request {task_id} to the lead, who answers " +
+        "task_claim_response (approving makes the claimant the one owner) or gives a task " +
+        "directly with task_assign to a teammate; the owner sends task_handoff_request to " +
+        "another teammate (or the lead, to give it back), who answers task_handoff_response " +
+        "{accept}; the owner asks the lead with result_signoff_request {task_id, result}, " +
+        "answered by result_signoff_response (approve: done; reject: feedback, the owner keeps it). " +
         "The server refuses anything else (wrong role, wrong addressee, unknown or already " +
         "answered request_id, a reject without reason) with the rule id and how to fix it. " +
         "Returns where the message was stored and its request_id.",
@@ -146,7 +163,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     "get_request",
     {
       description:
-        "One protocol request (shutdown or plan approval) and its status. The lead sees the team's; a teammate only requests it is party to (others are refused).",
+        "One protocol request (shutdown, plan approval, task claim, assignment, handoff or sign-off) and its status. The lead sees the team's; a teammate only requests it is party to (others are refused).",
       inputSchema: { request_id: requestIdInput },
     },
     ({ request_id }) =>
@@ -161,11 +178,8 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     {
       description: "Protocol requests, newest first. The lead sees the team's, a teammate its own.",
       inputSchema: {
-        status: z
-          .enum(["pending", "approved", "rejected", "expired", "canceled"])
-          .optional()
-          .describe("Only requests in this status."),
-        kind: z.enum(["shutdown", "plan_approval"]).optional().describe("Only this kind."),
+        status: z.enum(requestStatusNames).optional().describe("Only requests in this status."),
+        kind: z.enum(requestKindNames).optional().describe("Only this kind."),
       },
     },
     ({ status, kind }) =>
@@ -219,6 +233,44 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
       guarded(async () => {
         const r = json(RequestRecordSchema, await client.cancelRequest(request_id));
         return ok(show(r), r);
+      }),
+  );
+
+  server.registerTool(
+    "get_task",
+    {
+      description:
+        "One task: its state (unowned, claimed, done), its owner, and its history of requests (claims, assignments, handoffs, sign-offs), oldest first. The lead sees any task; a teammate one it holds (or held when it was done) and unowned ones.",
+      inputSchema: { task_id: z.string().min(1).describe("The task's id.") },
+    },
+    ({ task_id }) =>
+      guarded(async () => {
+        const res = await client.getTask(task_id);
+        const text = res.task ? describeTask(res.task, res.history) : `task ${task_id}`;
+        return ok(text, json(GetTaskResponseSchema, res));
+      }),
+  );
+
+  server.registerTool(
+    "list_tasks",
+    {
+      description:
+        "Tasks, most recently changed first. The lead sees the team's; a teammate its own and unowned ones.",
+      inputSchema: {
+        owner: z.string().optional().describe("Only tasks this member holds (or held when done)."),
+        state: z.enum(taskStateNames).optional().describe("Only tasks in this state."),
+      },
+    },
+    ({ owner, state }) =>
+      guarded(async () => {
+        const page = await client.listTasks({
+          ...(owner ? { owner } : {}),
+          ...(state ? { state } : {}),
+        });
+        const lines = page.tasks.map(
+          (t) => `${t.taskId}: ${taskStateName(t.state)}${t.owner ? `, owner ${t.owner}` : ""}`,
+        );
+        return ok(lines.join("\n") || "No tasks.", json(ListTasksResponseSchema, page));
       }),
   );
 

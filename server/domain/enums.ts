@@ -3,8 +3,15 @@ import {
   PermissionMode as PermissionModeEnum,
   RequestKind as RequestKindEnum,
   RequestStatus as RequestStatusEnum,
+  TaskState as TaskStateEnum,
 } from "../../gen/team/v1/enums_pb.js";
-import type { AttemptOutcome, PermissionMode, RequestKind, RequestStatus } from "./words.js";
+import type {
+  AttemptOutcome,
+  PermissionMode,
+  RequestKind,
+  RequestStatus,
+  TaskState,
+} from "./words.js";
 
 // Between the store's words and the contract's enums.
 
@@ -27,6 +34,10 @@ export function permissionModeFromProto(mode: PermissionModeEnum): PermissionMod
 export const requestKinds: Record<RequestKind, RequestKindEnum> = {
   shutdown: RequestKindEnum.SHUTDOWN,
   plan_approval: RequestKindEnum.PLAN_APPROVAL,
+  task_claim: RequestKindEnum.TASK_CLAIM,
+  task_assign: RequestKindEnum.TASK_ASSIGN,
+  task_handoff: RequestKindEnum.TASK_HANDOFF,
+  result_signoff: RequestKindEnum.RESULT_SIGNOFF,
 };
 
 export const requestStatuses: Record<RequestStatus, RequestStatusEnum> = {
@@ -56,6 +67,14 @@ function filterWord<W extends string>(
 export const requestKindFromProto = (kind: RequestKindEnum) => filterWord(requestKinds, kind);
 export const requestStatusFromProto = (status: RequestStatusEnum) =>
   filterWord(requestStatuses, status);
+
+export const taskStates: Record<TaskState, TaskStateEnum> = {
+  unowned: TaskStateEnum.UNOWNED,
+  claimed: TaskStateEnum.CLAIMED,
+  done: TaskStateEnum.DONE,
+};
+
+export const taskStateFromProto = (state: TaskStateEnum) => filterWord(taskStates, state);
 
 export const attemptOutcomes: Record<AttemptOutcome, AttemptOutcomeEnum> = {
   accepted: AttemptOutcomeEnum.ACCEPTED,

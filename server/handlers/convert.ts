@@ -22,17 +22,21 @@ import {
   MemberSchema,
   type RequestRecord,
   RequestRecordSchema,
+  type Task,
+  TaskSchema,
 } from "../../gen/team/v1/records_pb.js";
 import {
   attemptOutcomes,
   permissionModes,
   requestKinds,
   requestStatuses,
+  taskStates,
 } from "../domain/enums.js";
 import type { AttemptRow } from "../store/attempts.js";
 import type { StoredMessage } from "../store/inbox.js";
 import type { MemberRole, MemberRow, MemberStatus } from "../store/members.js";
 import type { RequestRow } from "../store/requests.js";
+import type { TaskRow } from "../store/tasks.js";
 import type { FeedEvent, MemberChange } from "../store/team-feed.js";
 
 // Between the store's rows and the contract's messages.
@@ -108,6 +112,17 @@ export function toRequestRecord(r: RequestRecordFields): RequestRecord {
     createdAt: timestampFromDate(r.createdAt),
     ...(r.resolvedAt ? { resolvedAt: timestampFromDate(r.resolvedAt) } : {}),
     expiresAt: timestampFromDate(r.expiresAt),
+  });
+}
+
+export function toTask(t: TaskRow): Task {
+  return create(TaskSchema, {
+    taskId: t.taskId,
+    team: t.teamName,
+    state: taskStates[t.state],
+    owner: t.ownerName,
+    createdAt: timestampFromDate(t.createdAt),
+    updatedAt: timestampFromDate(t.updatedAt),
   });
 }
 

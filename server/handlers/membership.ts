@@ -14,7 +14,7 @@ import { DomainError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { TeamHub } from "../inbox/team-hub.js";
-import { cancelRequestsOfStoppingMember } from "../protocols/cancel.js";
+import { stopMemberAndRelease } from "../protocols/member-stop.js";
 import type { Database } from "../store/database.js";
 import { addMember, createTeam, findMember, listMembers, stopMember } from "../store/members.js";
 import { generateToken, hashToken } from "../tokens.js";
@@ -74,12 +74,19 @@ export function membershipHandlers(deps: {
     async removeMember(req, ctx) {
       const caller = requireCaller(ctx.values);
       requireLead(caller, "remove members");
-      const { member, canceled } = await db.transaction(async (tx) => {
+      const { stopped: member, aftermath: canceled } = await db.transaction(async (tx) => {
+        const stop = () => stopMember(tx, caller.teamId, req.name);
         const target = await findMember(tx, caller.teamId, req.name);
-        const canceled = target
-          ? await cancelRequestsOfStoppingMember(tx, target, "was removed by the lead")
-          : { requestIds: [], deliveries: [] };
-        return { member: await stopMember(tx, caller.teamId, req.name), canceled };
+        if (!target)
+          return { stopped: await stop(), aftermath: { requestIds: [], deliveries: [] } };
+        // Its pending requests canceled, its tasks back to unowned (the lead is told).
+        return stopMemberAndRelease(tx, {
+          teamId: caller.teamId,
+          member: target,
+          lead: caller.lead,
+          why: "was removed by the lead",
+          stop,
+        });
       });
       hub.wake(canceled.deliveries.map((d) => d.memberId));
       teams.wake([caller.teamId]);

@@ -1,6 +1,10 @@
 import { planPlanApprovalRequest, planPlanApprovalResponse } from "./plan-approval.js";
 import type { SendCall, SendPlan } from "./protocol.js";
+import { planResultSignoffRequest, planResultSignoffResponse } from "./result-signoff.js";
 import { planShutdownRequest, planShutdownResponse } from "./shutdown.js";
+import { planTaskAssign } from "./task-assign.js";
+import { planTaskClaimRequest, planTaskClaimResponse } from "./task-claim.js";
+import { planTaskHandoffRequest, planTaskHandoffResponse } from "./task-handoff.js";
 import { planTaskNotification } from "./task-notification.js";
 
 /**
@@ -23,6 +27,20 @@ export function planSend(input: SendCall): SendPlan {
       return planPlanApprovalResponse(input, message);
     case "taskNotification":
       return planTaskNotification(message);
+    case "taskClaimRequest":
+      return planTaskClaimRequest(input, message);
+    case "taskClaimResponse":
+      return planTaskClaimResponse(input, message);
+    case "taskAssign":
+      return planTaskAssign(input, message);
+    case "taskHandoffRequest":
+      return planTaskHandoffRequest(input, message);
+    case "taskHandoffResponse":
+      return planTaskHandoffResponse(input, message);
+    case "resultSignoffRequest":
+      return planResultSignoffRequest(input, message);
+    case "resultSignoffResponse":
+      return planResultSignoffResponse(input, message);
     default:
       // requestUpdate is refused by the server-only rule; an unset case by size-shape.
       throw new Error(`no protocol for message case ${message.kind.case}`);

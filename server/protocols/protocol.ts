@@ -1,19 +1,26 @@
 import type { Message } from "../../gen/team/v1/message_pb.js";
 import type { Caller } from "../caller.js";
+import type { AnsweredKind } from "../domain/words.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { Queryable } from "../store/database.js";
-import type { RequestKind } from "../store/requests.js";
 import type { Delivery } from "../store/send.js";
 
 /** Deadlines of protocol requests. */
 export interface ProtocolConfig {
   /** Default time to answer, per request kind, when the request gives no ttl. */
-  defaultTtlMs: Record<RequestKind, number>;
+  defaultTtlMs: Record<AnsweredKind, number>;
 }
 
 export const defaultProtocolConfig: ProtocolConfig = {
-  defaultTtlMs: { shutdown: 5 * 60_000, plan_approval: 30 * 60_000 },
+  defaultTtlMs: {
+    shutdown: 5 * 60_000,
+    plan_approval: 30 * 60_000,
+    // A claim or a handoff waits on one agent's turn; a result may take the lead a while to check.
+    task_claim: 10 * 60_000,
+    task_handoff: 10 * 60_000,
+    result_signoff: 30 * 60_000,
+  },
 };
 
 /**

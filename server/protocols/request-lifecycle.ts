@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { toBinary } from "@bufbuild/protobuf";
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import type { AnsweredKind } from "../domain/words.js";
 import { RuleViolationError } from "../errors.js";
 import type { Queryable } from "../store/database.js";
 import {
@@ -19,11 +20,17 @@ export function newRequestId(): string {
 }
 
 /** The plan for a message that opens a request of `kind`, addressed to one member. */
-export function openRequestPlan(kind: RequestKind, input: SendCall, message: Message): SendPlan {
+export function openRequestPlan(
+  kind: AnsweredKind,
+  input: SendCall,
+  message: Message,
+  task?: { taskId: string; beforeAppend: (tx: Queryable) => Promise<void> },
+): SendPlan {
   const requestId = newRequestId();
   return {
     message,
     requestId,
+    ...(task ? { beforeAppend: task.beforeAppend } : {}),
     async beforeCommit(tx, deliveries) {
       await openRequest(tx, {
         id: requestId,
@@ -33,6 +40,7 @@ export function openRequestPlan(kind: RequestKind, input: SendCall, message: Mes
         toId: one(deliveries[0]).memberId,
         body: toBinary(MessageSchema, message),
         ttlMs: input.ttlMs ?? input.config.defaultTtlMs[kind],
+        taskId: task?.taskId,
       });
     },
     afterCommit() {},

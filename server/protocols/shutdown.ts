@@ -1,9 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
 import { markStopped } from "../store/members.js";
-import { cancelRequestsOfStoppingMember } from "./cancel.js";
+import { stopMemberAndRelease } from "./member-stop.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
+import { emptyAftermath, wakeAftermath } from "./task-ownership.js";
 
 /**
  * Shutdown: the lead asks a teammate to stop, and the teammate decides.
@@ -17,8 +18,9 @@ import { answerRequest, openRequestPlan } from "./request-lifecycle.js";
  * - States: pending -> approved | rejected | expired | canceled.
  * - Approve: in the same transaction the request becomes approved, the teammate becomes
  *   stopped (its token is refused from then on), its other pending requests are canceled
- *   (the other party is told) and the approval lands in the lead's inbox; after the commit
- *   the teammate's streams end cleanly.
+ *   (the other party is told), the tasks it held become unowned (the lead gets a
+ *   task_notification per task, member-stop.ts) and the approval lands in the lead's inbox;
+ *   after the commit the teammate's streams end cleanly.
  * - Reject: the request becomes rejected, the lead receives the reason, and the teammate
  *   keeps working.
  */
@@ -35,11 +37,9 @@ export function planShutdownResponse(input: SendCall, message: Message): SendPla
       value: { ...answer, reason: answer.reason.trim() },
     },
   });
-  // The teammate's other pending requests, canceled when it stops (set in the transaction).
-  let canceled: Awaited<ReturnType<typeof cancelRequestsOfStoppingMember>> = {
-    requestIds: [],
-    deliveries: [],
-  };
+  // The teammate's other pending requests canceled and tasks released when it stops (set in
+  // the transaction).
+  let aftermath = emptyAftermath();
   return {
     message: stored,
     requestId: answer.requestId,
@@ -52,15 +52,19 @@ export function planShutdownResponse(input: SendCall, message: Message): SendPla
         message: stored,
         onDecided: async (tx2) => {
           if (!answer.approve) return;
-          canceled = await cancelRequestsOfStoppingMember(tx2, input.caller, "has shut down");
-          await markStopped(tx2, input.caller.id);
+          ({ aftermath } = await stopMemberAndRelease(tx2, {
+            teamId: input.caller.teamId,
+            member: input.caller,
+            lead: input.caller.lead,
+            why: "has shut down",
+            stop: () => markStopped(tx2, input.caller.id),
+          }));
         },
       }),
-    afterCommit({ hub, waiters }) {
-      waiters.notify(answer.requestId);
-      for (const id of canceled.requestIds) waiters.notify(id);
-      hub.wake(canceled.deliveries.map((d) => d.memberId));
-      if (answer.approve) hub.endMember(input.caller.id);
+    afterCommit(effects) {
+      effects.waiters.notify(answer.requestId);
+      wakeAftermath(effects, aftermath);
+      if (answer.approve) effects.hub.endMember(input.caller.id);
     },
   };
 }

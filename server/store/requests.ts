@@ -83,6 +83,8 @@ export interface NewRequest {
   toId: number;
   body: Uint8Array;
   ttlMs: number;
+  /** The task a task protocol's request names (its history is every request naming it). */
+  taskId?: string | undefined;
 }
 
 /** Stores a new pending request (inside the transaction that delivers it). */
@@ -92,15 +94,87 @@ export async function openRequest(tx: Queryable, r: NewRequest): Promise<void> {
   // The same statement stores the feed's "created" event (docs/watch.md).
   await tx.query(
     `WITH r AS (
-       INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, created_at, expires_at)
-       SELECT $1, $2, $3, $4, $5, $6, c.t, c.t + $7 * interval '1 millisecond'
+       INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, created_at,
+                             expires_at, task_id)
+       SELECT $1, $2, $3, $4, $5, $6, c.t, c.t + $7 * interval '1 millisecond', $8
        FROM (SELECT clock_timestamp() AS t) c
        RETURNING id, team_id, status, created_at
      )
      INSERT INTO request_events (team_id, request_id, status, at)
      SELECT team_id, id, status, created_at FROM r`,
-    [r.id, r.teamId, r.kind, r.fromId, r.toId, r.body, r.ttlMs],
+    [r.id, r.teamId, r.kind, r.fromId, r.toId, r.body, r.ttlMs, r.taskId ?? null],
   );
+}
+
+/**
+ * Stores a request that is decided as it is made (a task_assign: the lead's word needs no
+ * answer): approved, resolved and expiring at its creation, so it sits in the task's history,
+ * ListRequests and the team feed (one event, approved) like any answered request.
+ */
+export async function recordApprovedRequest(
+  tx: Queryable,
+  r: Omit<NewRequest, "ttlMs">,
+): Promise<void> {
+  await tx.query(
+    `WITH r AS (
+       INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, status, created_at,
+                             resolved_at, expires_at, task_id)
+       SELECT $1, $2, $3, $4, $5, $6, 'approved', c.t, c.t, c.t, $7
+       FROM (SELECT clock_timestamp() AS t) c
+       RETURNING id, team_id, status, created_at
+     )
+     INSERT INTO request_events (team_id, request_id, status, at)
+     SELECT team_id, id, status, created_at FROM r`,
+    [r.id, r.teamId, r.kind, r.fromId, r.toId, r.body, r.taskId ?? null],
+  );
+}
+
+/** The task a request names ("" for a request of another protocol, undefined: no request). */
+export async function taskIdOfRequest(
+  db: Queryable,
+  teamId: number,
+  id: string,
+): Promise<string | undefined> {
+  const [row] = await db.query<{ task_id: string | null }>(
+    "SELECT task_id FROM requests WHERE id = $1 AND team_id = $2",
+    [id, teamId],
+  );
+  return row ? (row.task_id ?? "") : undefined;
+}
+
+/** Every request that named a task, oldest first (its history). */
+export async function requestsOfTask(
+  db: Queryable,
+  teamId: number,
+  taskId: string,
+): Promise<RequestRow[]> {
+  const rows = await db.query<RequestSqlRow>(
+    `SELECT ${requestColumns} FROM ${requestJoins}
+     WHERE r.team_id = $1 AND r.task_id = $2 ORDER BY r.position`,
+    [teamId, taskId],
+  );
+  return rows.map(toRequest);
+}
+
+/**
+ * Locks a task's pending requests (those still before their deadline), in id order like
+ * lockPendingRequestsOf. The caller holds the task's row lock already.
+ */
+export async function lockPendingRequestsOfTask(
+  tx: Queryable,
+  teamId: number,
+  taskId: string,
+): Promise<RequestRow[]> {
+  const due = await tx.query<{ id: string }>(
+    `SELECT id FROM requests
+     WHERE team_id = $1 AND task_id = $2 AND status = 'pending'
+       AND expires_at > clock_timestamp()
+     ORDER BY id FOR UPDATE`,
+    [teamId, taskId],
+  );
+  const rows: RequestRow[] = [];
+  for (const d of due) rows.push(one(await findRequest(tx, teamId, d.id)));
+  return rows.filter((r) => r.status === "pending");
 }
 
 /** One request of a team; undefined when there is none with that id in the team. */
@@ -121,6 +195,10 @@ export async function findRequest(
 const kindWords: Record<RequestKind, string> = {
   shutdown: "shutdown",
   plan_approval: "plan approval",
+  task_claim: "task claim",
+  task_assign: "task assignment",
+  task_handoff: "task handoff",
+  result_signoff: "result sign-off",
 };
 
 /**

@@ -186,9 +186,11 @@ CREATE TABLE public.requests (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     resolved_at timestamp with time zone,
     expires_at timestamp with time zone NOT NULL,
+    task_id text,
     CONSTRAINT requests_check CHECK (((status = 'pending'::text) = (resolved_at IS NULL))),
-    CONSTRAINT requests_kind_check CHECK ((kind = ANY (ARRAY['shutdown'::text, 'plan_approval'::text]))),
-    CONSTRAINT requests_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text, 'expired'::text, 'canceled'::text])))
+    CONSTRAINT requests_kind_check CHECK ((kind = ANY (ARRAY['shutdown'::text, 'plan_approval'::text, 'task_claim'::text, 'task_assign'::text, 'task_handoff'::text, 'result_signoff'::text]))),
+    CONSTRAINT requests_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text, 'expired'::text, 'canceled'::text]))),
+    CONSTRAINT requests_task_check CHECK (((task_id IS NOT NULL) = (kind = ANY (ARRAY['task_claim'::text, 'task_assign'::text, 'task_handoff'::text, 'result_signoff'::text]))))
 );
 
 --
@@ -228,6 +230,39 @@ CREATE TABLE public.sends (
 );
 
 --
+-- Name: tasks; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tasks (
+    team_id integer NOT NULL,
+    task_id text NOT NULL,
+    state text DEFAULT 'unowned'::text NOT NULL,
+    owner_id integer,
+    created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    updated_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    change bigint NOT NULL,
+    CONSTRAINT tasks_check CHECK (((state = 'unowned'::text) = (owner_id IS NULL))),
+    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['unowned'::text, 'claimed'::text, 'done'::text])))
+);
+
+--
+-- Name: task_changes; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.task_changes
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: task_changes; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.task_changes OWNED BY public.tasks.change;
+
+--
 -- Name: teams; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -249,6 +284,12 @@ ALTER TABLE public.teams ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MAXVALUE
     CACHE 1
 );
+
+--
+-- Name: tasks change; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tasks ALTER COLUMN change SET DEFAULT nextval('public.task_changes'::regclass);
 
 --
 -- Name: inboxes inboxes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -335,6 +376,13 @@ ALTER TABLE ONLY public.sends
     ADD CONSTRAINT sends_pkey PRIMARY KEY (sender_id, message_id);
 
 --
+-- Name: tasks tasks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tasks
+    ADD CONSTRAINT tasks_pkey PRIMARY KEY (team_id, task_id);
+
+--
 -- Name: teams teams_name_key; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -415,6 +463,12 @@ CREATE INDEX request_events_feed ON public.request_events USING btree (team_id, 
 CREATE INDEX requests_by_from ON public.requests USING btree (from_id, "position" DESC);
 
 --
+-- Name: requests_by_task; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX requests_by_task ON public.requests USING btree (team_id, task_id, "position") WHERE (task_id IS NOT NULL);
+
+--
 -- Name: requests_by_team; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -443,6 +497,18 @@ CREATE INDEX requests_pending_by_expiry ON public.requests USING btree (expires_
 --
 
 CREATE INDEX sends_by_age ON public.sends USING btree (created_at);
+
+--
+-- Name: tasks_by_change; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tasks_by_change ON public.tasks USING btree (team_id, change DESC);
+
+--
+-- Name: tasks_by_owner; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tasks_by_owner ON public.tasks USING btree (owner_id) WHERE (owner_id IS NOT NULL);
 
 --
 -- Name: protocol_attempts protocol_attempts_no_change; Type: TRIGGER; Schema: public; Owner: -
@@ -560,6 +626,20 @@ ALTER TABLE ONLY public.requests
 
 ALTER TABLE ONLY public.sends
     ADD CONSTRAINT sends_sender_id_fkey FOREIGN KEY (sender_id) REFERENCES public.members(id);
+
+--
+-- Name: tasks tasks_owner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tasks
+    ADD CONSTRAINT tasks_owner_id_fkey FOREIGN KEY (owner_id) REFERENCES public.members(id);
+
+--
+-- Name: tasks tasks_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tasks
+    ADD CONSTRAINT tasks_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
 
 --
 -- PostgreSQL database dump complete

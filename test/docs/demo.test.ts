@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { repoRoot, startServer, tempDataDir } from "../support/child-server.js";
 
 /**
- * `npm run demo` as CI runs it: a child process that must walk through every step of both
+ * `npm run demo` as CI runs it: a child process that must walk through every step of the
  * protocols and exit 0; and that must fail (exit 1, nothing left running) when it cannot.
  */
 
@@ -44,8 +44,14 @@ const STEPS = [
   "✓ alice approved her shutdown, was stopped and exited 0",
   "✓ bob approved the second shutdown, was stopped and exited 0",
   "✓ carol (an MCP client of team mcp) reported her task, approved her shutdown, was stopped, saw her token refused and exited 0",
-  // 6 requests (2 plans, 4 shutdowns), their 6 answers and 4 task notifications.
-  "✓ the journal holds every protocol step (16), accepted, none refused",
+  "✓ bob's first claim of e2e-suite was rejected with a reason",
+  "✓ bob claimed e2e-suite again once the parser landed, and the lead approved",
+  "✓ the lead assigned parser-refactor to alice",
+  "✓ alice's first sign-off was rejected with feedback, the second approved: parser-refactor is done",
+  "✓ bob handed e2e-suite to carol, who accepted over MCP; her stop released it to the lead",
+  // 12 requests (2 plans, 4 shutdowns, 2 claims, 1 assignment, 1 handoff, 2 sign-offs), their
+  // 11 answers (an assignment has none) and 5 task notifications from members.
+  "✓ the journal holds every protocol step (28), accepted, none refused",
 ];
 
 /** The teammates' process ids, from the transcript's "started (pid N)" lines. */
@@ -81,6 +87,14 @@ describe("npm run demo", () => {
     );
     expect(run.output).toMatch(/state +request req_\S+ \(shutdown team-lead → bob\): rejected/);
     expect(run.output).toContain("<task-notification>");
+    expect(run.output).toMatch(/bob +← #\d+ .* task_claim_response req_\S+ rejected: the parser/);
+    expect(run.output).toMatch(/alice +← #\d+ .* task_assign parser-refactor/);
+    expect(run.output).toMatch(/team-lead +<result-signoff-request from="alice" to="team-lead"/);
+    expect(run.output).toMatch(/alice +← #\d+ .* result_signoff_response req_\S+ rejected: add a/);
+    expect(run.output).toMatch(
+      /bob +← #\d+ .* carol → bob {2}task_handoff_response req_\S+ accepted/,
+    );
+    expect(run.output).toMatch(/carol +accepted e2e-suite from bob; get_task: .*owner +carol/);
     expect(run.output).toMatch(/state +alice exited with code 0/);
     expect(run.output).toMatch(/state +bob exited with code 0/);
     // carol only through the MCP tools: listed for a teammate, and revoked once she stopped.

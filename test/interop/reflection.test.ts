@@ -136,6 +136,13 @@ describe("gRPC server reflection (v1 and v1alpha)", () => {
       "plan_approval_response",
       "task_notification",
       "request_update",
+      "task_claim_request",
+      "task_claim_response",
+      "task_assign",
+      "task_handoff_request",
+      "task_handoff_response",
+      "result_signoff_request",
+      "result_signoff_response",
     ]);
     // JSON names survive (protoc-gen-es strips the default ones; the descriptor restores them).
     expect(registry.getMessage("team.v1.SubscribeRequest")?.fields[0]?.jsonName).toBe("afterSeq");

@@ -81,6 +81,7 @@ describe("the team CLI", () => {
         "approve",
         "reject",
         "notify-task",
+        "task",
         "requests",
         "request",
         "await",

@@ -215,6 +215,31 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
       approve: true,
       permissionMode: PermissionMode.ACCEPT_EDITS,
     });
+
+    // --- A task claim: each kind's buttons send that kind's answer, to the claimant. -----
+    const claim = await alice.send({
+      to: "team-lead",
+      message: { kind: { case: "taskClaimRequest", value: { taskId: "t-1", note: "" } } },
+    });
+    await page.waitForSelector(`${card(claim.requestId)}[data-kind=task_claim]`);
+    await page.click(`${card(claim.requestId)} button.reject`);
+    await page.fill(`${card(claim.requestId)} textarea.words`, "not before the parser");
+    await page.click(`${card(claim.requestId)} button.send-rejection`);
+    const claimRejection = await aliceInbox.until(
+      "the claim's rejection",
+      (e) => e.message?.kind.case === "taskClaimResponse" && e.requestId === claim.requestId,
+    );
+    expect(claimRejection.message?.kind.value).toMatchObject({
+      approve: false,
+      reason: "not before the parser",
+    });
+    const again = await alice.send({
+      to: "team-lead",
+      message: { kind: { case: "taskClaimRequest", value: { taskId: "t-1", note: "" } } },
+    });
+    await page.click(`${card(again.requestId)} button.approve`);
+    await page.waitForSelector(card(again.requestId), { state: "detached" });
+    expect((await alice.getTask({ taskId: "t-1" })).task?.owner).toBe("alice");
     await page.waitForSelector("#members tr[data-member=alice] .mode >> text=accept_edits");
     // Last seen: set by her calls (the server writes it in the background, so wait for it).
     await page.waitForFunction(() => {

@@ -67,6 +67,8 @@ describeEachDatabase("MCP: tools", (env) => {
           "list_requests",
           "await_request",
           "cancel_request",
+          "get_task",
+          "list_tasks",
           "journal",
         ];
         expect(await names(asLead)).toEqual([...common, "add_member", "remove_member"]);

@@ -142,6 +142,8 @@ describeEachDatabase("observers: read-only members", (env) => {
       "get_request",
       "list_requests",
       "await_request",
+      "get_task",
+      "list_tasks",
       "journal",
     ]);
     const sent = await callTool(mcp, "send_message", {

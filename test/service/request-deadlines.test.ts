@@ -5,6 +5,7 @@ import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
 import { DEFAULT_SWEEP_INTERVAL_MS } from "../../server/app.js";
 import { MAX_TTL_MS } from "../../server/domain/limits.js";
+import { defaultProtocolConfig } from "../../server/protocols/protocol.js";
 import { describeEachDatabase, type TeamClient, type TestEnv } from "../support/harness.js";
 import {
   inbox,
@@ -402,7 +403,13 @@ describeEachDatabase(
   },
   // The app's default sweep interval (no sweepIntervalMs), small per-kind default ttls.
   {
-    protocols: { defaultTtlMs: { shutdown: SHUTDOWN_DEFAULT_MS, plan_approval: PLAN_DEFAULT_MS } },
+    protocols: {
+      defaultTtlMs: {
+        ...defaultProtocolConfig.defaultTtlMs,
+        shutdown: SHUTDOWN_DEFAULT_MS,
+        plan_approval: PLAN_DEFAULT_MS,
+      },
+    },
   },
 );
 

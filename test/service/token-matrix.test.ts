@@ -13,6 +13,7 @@ import {
   uniqueName,
 } from "../support/harness.js";
 import { planRequest, planResponse, shutdownRequest, text } from "../support/protocol-helpers.js";
+import { assign } from "../support/task-helpers.js";
 import { describeDiff, diffSnapshots, snapshotTeam } from "../support/team-snapshot.js";
 
 /**
@@ -69,6 +70,11 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
     case M.listAttempts:
       return { member: "alice" };
     case M.watchTeam:
+      return {};
+    case M.getTask:
+      // Bob holds it in A; B has no task of that id.
+      return { taskId: "a-task" };
+    case M.listTasks:
       return {};
   }
   throw new Error(`no request for ${method.name}`);
@@ -134,6 +140,7 @@ describeEachDatabase(
         .requestId;
       const bobShutdown = (await a.lead.send({ to: "bob", message: shutdownRequest("done") }))
         .requestId;
+      await a.lead.send({ to: "bob", message: assign("a-task") });
       await a.lead.removeMember({ name: "gone" });
       await b.lead.send({ to: "carol", message: text("b: lead to carol") });
       await b.member("carol").client.send({ to: "team-lead", message: text("b: carol to lead") });
@@ -141,7 +148,7 @@ describeEachDatabase(
       aRows = await snapshotTeam(env().db, a.name);
       // The snapshot sees what the setup did: a sanity check of the comparison itself.
       expect(aRows.members.get("gone")?.status).toBe("stopped");
-      expect(aRows.requests.size).toBe(3);
+      expect(aRows.requests.size).toBe(4);
     });
 
     // Credentials that identify nobody: refused on every member RPC, before anything runs.
@@ -231,9 +238,15 @@ describeEachDatabase(
           M.getRequest,
           M.awaitRequest,
           M.listAttempts,
+          M.getTask,
         ]) {
           expect(codeOf(await run(method)), where(method)).toBe("NotFound");
         }
+        const tasks = await run(M.listTasks);
+        expect(codeOf(tasks), where(M.listTasks)).toBe("ok");
+        expect((tasks as { value: { tasks: unknown[] } }).value.tasks, where(M.listTasks)).toEqual(
+          [],
+        );
         expect(codeOf(await run(M.cancelRequest)), where(M.cancelRequest)).toBe("NotFound");
         const party = await call(b, M.listRequests, { party: "alice" });
         expect(codeOf(party), "ListRequests(party alice) with B's token").toBe("NotFound");
@@ -314,6 +327,16 @@ describeEachDatabase(
           request: { member: "bob" },
         },
         { what: "WatchTeam (watch-lead-or-observer)", method: M.watchTeam, request: {} },
+        {
+          what: "GetTask of bob's task (task-visibility)",
+          method: M.getTask,
+          request: { taskId: "a-task" },
+        },
+        {
+          what: "ListTasks of bob's tasks (task-visibility)",
+          method: M.listTasks,
+          request: { owner: "bob" },
+        },
       ];
       for (const protocol of PROTOCOLS) {
         const alice = env().client(w.a.member("alice").token, protocol);

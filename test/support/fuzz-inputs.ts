@@ -92,6 +92,8 @@ export interface FuzzWorld {
   otherTeamMember: string;
   /** Real request ids of the target team. */
   requestIds: string[];
+  /** Task ids the target team has recorded (claimed, pending a claim, ...). */
+  taskIds: string[];
   tokens: Record<"lead" | "worker" | "revoked" | "other-team", string>;
 }
 
@@ -155,6 +157,15 @@ function text(r: Rng): string {
     [6, () => `fuzz ${randomString(r, r.int(40))}`],
     [3, () => r.pick(hostileStrings(r))],
     [1, () => longText(r)],
+  ])();
+}
+
+function taskId(r: Rng, w: FuzzWorld): string {
+  return r.weighted<() => string>([
+    [5, () => r.pick(w.taskIds)],
+    [2, () => `fz-task-${r.int(4)}`],
+    [1, () => "t".repeat(r.pick([128, 129]))],
+    [2, () => r.pick(hostileStrings(r))],
   ])();
 }
 
@@ -270,11 +281,42 @@ function messageInit(r: Rng, w: FuzzWorld): object {
         },
       }),
     ],
+    [2, () => ({ case: "taskClaimRequest", value: { taskId: taskId(r, w), note: note() } })],
+    [
+      2,
+      () => ({
+        case: "taskClaimResponse",
+        value: { requestId: requestId(r, w), approve: r.chance(0.5), reason: note() },
+      }),
+    ],
+    [2, () => ({ case: "taskAssign", value: { taskId: taskId(r, w), note: note() } })],
+    [2, () => ({ case: "taskHandoffRequest", value: { taskId: taskId(r, w), note: note() } })],
+    [
+      2,
+      () => ({
+        case: "taskHandoffResponse",
+        value: { requestId: requestId(r, w), accept: r.chance(0.5), reason: note() },
+      }),
+    ],
+    [
+      2,
+      () => ({
+        case: "resultSignoffRequest",
+        value: { taskId: taskId(r, w), result: text(r), summary: r.pick(["", note()]) },
+      }),
+    ],
+    [
+      2,
+      () => ({
+        case: "resultSignoffResponse",
+        value: { requestId: requestId(r, w), approve: r.chance(0.5), feedback: note() },
+      }),
+    ],
     [
       1,
       () => ({
         case: "requestUpdate",
-        value: { requestId: requestId(r, w), kind: enumNumber(r, 2), status: enumNumber(r, 5) },
+        value: { requestId: requestId(r, w), kind: enumNumber(r, 6), status: enumNumber(r, 5) },
       }),
     ],
     [1, () => ({ case: undefined })],
@@ -364,8 +406,17 @@ export function requestInit(
     case M.listRequests:
       return {
         status: enumNumber(r, 5),
-        kind: enumNumber(r, 2),
+        kind: enumNumber(r, 6),
         party: r.chance(0.5) ? "" : name(r, w),
+        pageSize: pageSize(r),
+        pageToken: pageToken(r),
+      };
+    case M.getTask:
+      return { taskId: taskId(r, w) };
+    case M.listTasks:
+      return {
+        owner: r.chance(0.5) ? "" : name(r, w),
+        state: enumNumber(r, 3),
         pageSize: pageSize(r),
         pageToken: pageToken(r),
       };
@@ -450,6 +501,9 @@ const enumNames = [
   "PERMISSION_MODE_ROOT",
   "TASK_STATUS_COMPLETED",
   "TASK_STATUS_EXPLODED",
+  "TASK_STATE_DONE",
+  "TASK_STATE_LOST",
+  "REQUEST_KIND_TASK_ASSIGN",
   "MEMBER_ROLE_LEAD",
   "99",
   "",
@@ -631,11 +685,13 @@ const stringPaths = new Map<DescMethod, number[][]>([
   [M.createTeam, [[1], [2]]],
   [M.addMember, [[1]]],
   [M.removeMember, [[1]]],
-  [M.send, [[1], [3], [2, 1], [2, 2, 1], [2, 4, 1], [2, 3, 1]]],
+  [M.send, [[1], [3], [2, 1], [2, 2, 1], [2, 4, 1], [2, 3, 1], [2, 8, 1], [2, 11, 2], [2, 13, 2]]],
   [M.getRequest, [[1]]],
   [M.awaitRequest, [[1]]],
   [M.cancelRequest, [[1]]],
   [M.listRequests, [[3], [5]]],
+  [M.getTask, [[1]]],
+  [M.listTasks, [[1], [4]]],
 ]);
 
 /** Field numbers per method, for wrong wire types and lying lengths. */

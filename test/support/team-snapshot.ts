@@ -4,7 +4,7 @@ import type { Queryable } from "../../server/store/database.js";
 /**
  * Every stored row of one team, read with SQL (not through the API under test), so a test can
  * say exactly what a series of calls changed: members (status, role, mode, token hash, ack
- * cursor), inboxes (last seq), messages, protocol requests and idempotency keys.
+ * cursor), inboxes (last seq), messages, protocol requests, tasks and idempotency keys.
  * last_seen_at is left out: it records authenticated calls, refused ones included, by design.
  */
 export interface TeamSnapshot {
@@ -13,6 +13,8 @@ export interface TeamSnapshot {
   /** Key: `${recipient}#${seq}`. */
   messages: Map<string, MessageSnap>;
   requests: Map<string, RequestSnap>;
+  /** Key: task id. */
+  tasks: Map<string, TaskSnap>;
   /** `${sender}#${message_id}` of the sends table (idempotency keys). */
   sends: Set<string>;
 }
@@ -48,6 +50,14 @@ export interface RequestSnap {
   expiresAt: Date;
   requestHash: string;
   responseHash: string | null;
+  /** The task a task protocol's request names; null for the others. */
+  taskId: string | null;
+}
+
+export interface TaskSnap {
+  state: string;
+  /** "" while unowned. */
+  owner: string;
 }
 
 const hash = (b: Uint8Array | null) =>
@@ -95,12 +105,18 @@ export async function snapshotTeam(db: Queryable, team: string): Promise<TeamSna
     expires_at: Date;
     request_body: Uint8Array;
     response_body: Uint8Array | null;
+    task_id: string | null;
   }>(
     `SELECT q.id, q.kind, f.name AS from_name, a.name AS to_name, q.status, q.expires_at,
-            q.request_body, q.response_body
+            q.request_body, q.response_body, q.task_id
      FROM requests q JOIN teams t ON t.id = q.team_id
      JOIN members f ON f.id = q.from_id JOIN members a ON a.id = q.to_id
      WHERE t.name = $1`,
+    [team],
+  );
+  const tasks = await db.query<{ task_id: string; state: string; owner: string | null }>(
+    `SELECT k.task_id, k.state, o.name AS owner FROM tasks k JOIN teams t ON t.id = k.team_id
+     LEFT JOIN members o ON o.id = k.owner_id WHERE t.name = $1`,
     [team],
   );
   const sends = await db.query<{ sender: string; message_id: string }>(
@@ -150,9 +166,11 @@ export async function snapshotTeam(db: Queryable, team: string): Promise<TeamSna
           expiresAt: r.expires_at,
           requestHash: hash(r.request_body) ?? "",
           responseHash: hash(r.response_body),
+          taskId: r.task_id,
         },
       ]),
     ),
+    tasks: new Map(tasks.map((k) => [k.task_id, { state: k.state, owner: k.owner ?? "" }])),
     sends: new Set(sends.map((s) => `${s.sender}#${s.message_id}`)),
   };
 }
@@ -169,6 +187,10 @@ export interface TeamDiff {
   newRequests: string[];
   changedRequests: Map<string, { before: RequestSnap; after: RequestSnap; fields: string[] }>;
   goneRequests: string[];
+  newTasks: string[];
+  /** task id -> before and after. */
+  changedTasks: Map<string, { before: TaskSnap; after: TaskSnap }>;
+  goneTasks: string[];
   newSends: string[];
   goneSends: string[];
   /** Inboxes whose messages are not exactly seqs 1..last_seq. */
@@ -198,6 +220,11 @@ export function diffSnapshots(before: TeamSnapshot, after: TeamSnapshot): TeamDi
     if (!b) continue;
     const fields = fieldsThatDiffer(b, a);
     if (fields.length > 0) changedRequests.set(id, { before: b, after: a, fields });
+  }
+  const changedTasks: TeamDiff["changedTasks"] = new Map();
+  for (const [id, a] of after.tasks) {
+    const b = before.tasks.get(id);
+    if (b && fieldsThatDiffer(b, a).length > 0) changedTasks.set(id, { before: b, after: a });
   }
   const alteredMessages: string[] = [];
   for (const [key, b] of before.messages) {
@@ -229,6 +256,9 @@ export function diffSnapshots(before: TeamSnapshot, after: TeamSnapshot): TeamDi
     newRequests: [...after.requests.keys()].filter((id) => !before.requests.has(id)),
     changedRequests,
     goneRequests: [...before.requests.keys()].filter((id) => !after.requests.has(id)),
+    newTasks: [...after.tasks.keys()].filter((id) => !before.tasks.has(id)),
+    changedTasks,
+    goneTasks: [...before.tasks.keys()].filter((id) => !after.tasks.has(id)),
     newSends: [...after.sends].filter((s) => !before.sends.has(s)),
     goneSends: [...before.sends].filter((s) => !after.sends.has(s)),
     gaps,
@@ -254,6 +284,12 @@ export function describeDiff(d: TeamDiff): string[] {
         `request ${id}: ${c.fields.map((f) => `${f} ${String(c.before[f as keyof RequestSnap])} -> ${String(c.after[f as keyof RequestSnap])}`).join(", ")}`,
     ),
     ...d.goneRequests.map((r) => `request ${r} disappeared`),
+    ...d.newTasks.map((k) => `new task ${k}`),
+    ...[...d.changedTasks].map(
+      ([k, c]) =>
+        `task ${k}: ${c.before.state} ${c.before.owner || "-"} -> ${c.after.state} ${c.after.owner || "-"}`,
+    ),
+    ...d.goneTasks.map((k) => `task ${k} disappeared`),
     ...d.newSends.map((s) => `new idempotency key ${s}`),
     ...d.goneSends.map((s) => `idempotency key ${s} disappeared`),
     ...d.gaps.map((g) => `inbox not gapless: ${g}`),

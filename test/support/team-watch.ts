@@ -1,6 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import { expect } from "vitest";
-import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
 import type { WatchTeamRequest, WatchTeamResponse } from "../../gen/team/v1/team_service_pb.js";
 import type { App } from "../../server/app.js";
@@ -94,11 +94,21 @@ export function eventKey(e: TeamEvent): string {
   }
 }
 
+/** The message cases that open a request (their envelope comes before the request's event). */
+const REQUEST_CASES = new Set([
+  "shutdownRequest",
+  "planApprovalRequest",
+  "taskClaimRequest",
+  "taskAssign",
+  "taskHandoffRequest",
+  "resultSignoffRequest",
+]);
+
 /**
  * The feed's promises, checked on a list of events in delivery order: each inbox's seqs
  * strictly increasing (and, when `complete`, 1, 2, 3, ... with no gap); no position twice;
- * each request's created event before its final one, at most one of each; and a request's
- * plan envelope before the request's created event.
+ * each request's created event before its final one, at most one of each (a task_assign has
+ * only its approved one); and the envelope that opened a request before its created event.
  */
 export function expectFeedOrder(events: TeamEvent[], complete = true): void {
   const lastSeq = new Map<string, bigint>();
@@ -117,14 +127,13 @@ export function expectFeedOrder(events: TeamEvent[], complete = true): void {
       }
       lastSeq.set(recipient, seq);
       const kind = envelope?.message?.kind.case;
-      if (kind === "planApprovalRequest" || kind === "shutdownRequest") {
-        asked.add(envelope?.requestId ?? "");
-      }
+      if (kind !== undefined && REQUEST_CASES.has(kind)) asked.add(envelope?.requestId ?? "");
     } else if (e.change.case === "request") {
       const record = e.change.value.request;
       const id = record?.requestId ?? "";
       const before = requestState.get(id);
-      if (record?.status === RequestStatus.PENDING) {
+      // A task_assign is created decided: its one event is approved, after its envelope.
+      if (record?.status === RequestStatus.PENDING || record?.kind === RequestKind.TASK_ASSIGN) {
         expect(before, `request ${id} created twice or after its end`).toBeUndefined();
         if (complete) expect(asked.has(id), `request ${id} created before its envelope`).toBe(true);
       } else {

@@ -1,6 +1,3 @@
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { createPromptReader, describeEnvelope, toPromptText } from "../../client/index.js";
 import {
@@ -9,28 +6,14 @@ import {
   RequestStatus,
   TaskStatus,
 } from "../../gen/team/v1/enums_pb.js";
-import type { MessageSchema } from "../../gen/team/v1/message_pb.js";
-import { EnvelopeSchema } from "../../gen/team/v1/records_pb.js";
+import { envelopeOf, SENT_AT } from "../support/envelopes.js";
 
 /** What toPromptText gives an LLM agent, for every kind of envelope. */
 
 const ID = "req_sCeliqsKR_Zi5279EPir5w";
-const AT = "2025-03-09T12:00:00.000Z";
+const AT = SENT_AT;
 
-function envelope(
-  message: MessageInitShape<typeof MessageSchema>,
-  over: { from?: string; to?: string; requestId?: string; seq?: bigint } = {},
-) {
-  return create(EnvelopeSchema, {
-    team: "demo",
-    seq: over.seq ?? 7n,
-    from: over.from ?? "team-lead",
-    to: over.to ?? "alice",
-    requestId: over.requestId ?? "",
-    sentAt: timestampFromDate(new Date(AT)),
-    message,
-  });
-}
+const envelope = envelopeOf;
 
 describe("toPromptText", () => {
   it("renders a task notification as the seed's <task-notification> block", () => {

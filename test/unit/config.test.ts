@@ -13,6 +13,7 @@ import { run } from "../../server/main.js";
 import { createScratchPgDatabase, databaseKinds } from "../support/databases.js";
 import { transportFor } from "../support/harness.js";
 import { planRequest, shutdownRequest } from "../support/protocol-helpers.js";
+import { assign, claimRequest, handoffRequest, signoffRequest } from "../support/task-helpers.js";
 
 /** The error parseConfig throws (commander's, with exitOverride), and what it printed. */
 function parseError(argv: string[], env: NodeJS.ProcessEnv) {
@@ -89,6 +90,43 @@ describe("config: per-kind request deadlines (SHUTDOWN_TTL_MS, PLAN_APPROVAL_TTL
   });
 });
 
+describe("config: the task protocols' deadlines (TASK_CLAIM_TTL_MS, TASK_HANDOFF_TTL_MS, RESULT_SIGNOFF_TTL_MS)", () => {
+  const names = {
+    TASK_CLAIM_TTL_MS: "taskClaimTtlMs",
+    TASK_HANDOFF_TTL_MS: "taskHandoffTtlMs",
+    RESULT_SIGNOFF_TTL_MS: "resultSignoffTtlMs",
+  } as const;
+
+  it("defaults to 10 minutes for a claim and a handoff, 30 for a sign-off; each variable on its own", () => {
+    expect(parseConfig([], {})).toMatchObject({
+      taskClaimTtlMs: 600_000,
+      taskHandoffTtlMs: 600_000,
+      resultSignoffTtlMs: 1_800_000,
+    });
+    for (const [name, field] of Object.entries(names)) {
+      const c = parseConfig([], { [name]: "61000" });
+      expect(c[field], name).toBe(61_000);
+      for (const other of Object.values(names).filter((f) => f !== field)) {
+        expect(c[other], `${name} leaves ${other}`).not.toBe(61_000);
+      }
+    }
+    expect(
+      parseConfig(["--task-claim-ttl-ms", "7000"], { TASK_CLAIM_TTL_MS: "2000" }).taskClaimTtlMs,
+    ).toBe(7_000);
+  });
+
+  it("refuses a value outside [1 s, 7 days], naming the variable", () => {
+    for (const name of Object.keys(names)) {
+      for (const value of ["999", String(MAX_TTL_MS + 1), "1m"]) {
+        const { err, printed } = parseError([], { [name]: value });
+        expect(err.code, `${name}=${value}`).toBe("commander.invalidArgument");
+        expect(err.message, `${name}=${value}`).toContain(name);
+        expect(printed).toContain(name);
+      }
+    }
+  });
+});
+
 const ms = (t: Timestamp | undefined) =>
   t ? Number(t.seconds) * 1000 + t.nanos / 1e6 : Number.NaN;
 
@@ -98,13 +136,16 @@ const ms = (t: Timestamp | undefined) =>
  */
 for (const { kind, skip } of databaseKinds()) {
   describe.skipIf(skip)(`config -> server: per-kind default ttl [${kind}]`, () => {
-    it("a server started with SHUTDOWN_TTL_MS and PLAN_APPROVAL_TTL_MS uses them", async () => {
+    it("a server started with SHUTDOWN_TTL_MS, PLAN_APPROVAL_TTL_MS and the task protocols' variables uses them", async () => {
       const dataDir = await mkdtemp(join(tmpdir(), "tp-config-"));
       const scratch = kind === "postgres" ? await createScratchPgDatabase() : undefined;
       try {
         const config = parseConfig(["--port", "0", "--host", "127.0.0.1"], {
           SHUTDOWN_TTL_MS: "4000",
           PLAN_APPROVAL_TTL_MS: "9000",
+          TASK_CLAIM_TTL_MS: "5000",
+          TASK_HANDOFF_TTL_MS: "6000",
+          RESULT_SIGNOFF_TTL_MS: "7000",
           DATA_DIR: dataDir,
           ...(scratch ? { DATABASE_URL: scratch.url } : {}),
         });
@@ -117,9 +158,16 @@ for (const { kind, skip } of databaseKinds()) {
           const alice = client((await lead.addMember({ name: "alice" })).token);
           const shutdown = await lead.send({ to: "alice", message: shutdownRequest() });
           const plan = await alice.send({ to: "team-lead", message: planRequest("p") });
+          const claim = await alice.send({ to: "team-lead", message: claimRequest("t1") });
+          await lead.send({ to: "alice", message: assign("t2") });
+          const handoff = await alice.send({ to: "team-lead", message: handoffRequest("t2") });
+          const signoff = await alice.send({ to: "team-lead", message: signoffRequest("t2") });
           for (const [requestId, ttlMs] of [
             [shutdown.requestId, 4_000],
             [plan.requestId, 9_000],
+            [claim.requestId, 5_000],
+            [handoff.requestId, 6_000],
+            [signoff.requestId, 7_000],
           ] as const) {
             const r = (await lead.getRequest({ requestId })).request;
             // Exactly the configured ttl (both stamps are one clock reading), in whole µs.

@@ -6,6 +6,7 @@ import {
   PermissionMode,
   RequestKind,
   RequestStatus,
+  TaskState,
   TaskStatus,
 } from "../../gen/team/v1/enums_pb.js";
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
@@ -16,9 +17,11 @@ import {
   CancelRequestRequestSchema,
   CreateTeamRequestSchema,
   GetRequestRequestSchema,
+  GetTaskRequestSchema,
   ListAttemptsRequestSchema,
   ListMembersRequestSchema,
   ListRequestsRequestSchema,
+  ListTasksRequestSchema,
   ReadInboxRequestSchema,
   RemoveMemberRequestSchema,
   SendRequestSchema,
@@ -94,6 +97,31 @@ const planAnswer = (approve: boolean, feedback = "", requestId = REQ): Kind => (
 const task = (value: Record<string, unknown>): Kind => ({
   case: "taskNotification",
   value: { taskId: "t1", status: TaskStatus.COMPLETED, ...value },
+});
+const claim = (taskId = "t1", note = ""): Kind => ({
+  case: "taskClaimRequest",
+  value: { taskId, note },
+});
+const claimAnswer = (approve: boolean, reason = "", requestId = REQ): Kind => ({
+  case: "taskClaimResponse",
+  value: { requestId, approve, reason },
+});
+const assign = (taskId = "t1"): Kind => ({ case: "taskAssign", value: { taskId } });
+const handoff = (taskId = "t1", note = "half done"): Kind => ({
+  case: "taskHandoffRequest",
+  value: { taskId, note },
+});
+const handoffAnswer = (accept: boolean, reason = "", requestId = REQ): Kind => ({
+  case: "taskHandoffResponse",
+  value: { requestId, accept, reason },
+});
+const signoff = (result = "done", taskId = "t1"): Kind => ({
+  case: "resultSignoffRequest",
+  value: { taskId, result },
+});
+const signoffAnswer = (approve: boolean, feedback = "", requestId = REQ): Kind => ({
+  case: "resultSignoffResponse",
+  value: { requestId, approve, feedback },
 });
 const ttl = (seconds: bigint) => ({ ttl: { seconds, nanos: 0 } });
 
@@ -385,6 +413,156 @@ const rows: [string, RuleCall, Expected][] = [
     send("bob", task({})),
     by("task-to-lead", "to"),
   ],
+  // the task protocols: shapes
+  [
+    "a claim of a task id with spaces and slashes",
+    send("lead", claim("issue #13 / part 2")),
+    undefined,
+  ],
+  [
+    "a claim without a task id",
+    send("lead", claim("  ")),
+    by("size-shape", "message.task_claim_request.task_id"),
+  ],
+  [
+    "a claim of a 129-character task id",
+    send("lead", claim("t".repeat(129))),
+    by("size-shape", "message.task_claim_request.task_id"),
+  ],
+  ["a claim of a 128-character task id", send("lead", claim("t".repeat(128))), undefined],
+  [
+    "an assignment of a task id with a control character",
+    send("ann", assign("a\u0000b"), lead),
+    by("size-shape", "message.task_assign.task_id"),
+  ],
+  [
+    "a handoff note over the limit",
+    send("bob", handoff("t1", "n".repeat(MAX_NOTE_BYTES + 1))),
+    by("size-shape", "message.task_handoff_request.note"),
+  ],
+  [
+    "a sign-off of a blank result",
+    send("lead", signoff(" ")),
+    by("size-shape", "message.result_signoff_request.result"),
+  ],
+  [
+    "a sign-off of a result over the limit",
+    send("lead", signoff("r".repeat(MAX_RESULT_BYTES + 1))),
+    by("size-shape", "message.result_signoff_request.result"),
+  ],
+  [
+    "a claim answer to a malformed request_id",
+    send("ann", claimAnswer(true, "", "req_x"), lead),
+    by("size-shape", "message.task_claim_response.request_id"),
+  ],
+  [
+    "a handoff answer without request_id",
+    send("bob", handoffAnswer(true, "", "")),
+    by("size-shape", "message.task_handoff_response.request_id"),
+  ],
+  [
+    "a sign-off answer whose feedback is over the limit",
+    send("ann", signoffAnswer(false, "f".repeat(MAX_NOTE_BYTES + 1)), lead),
+    by("size-shape", "message.result_signoff_response.feedback"),
+  ],
+  ["a ttl of a minute on a claim", send("lead", claim(), mate, ttl(60n)), undefined],
+  ["a ttl of a minute on a handoff", send("bob", handoff(), mate, ttl(60n)), undefined],
+  ["a ttl of a minute on a sign-off", send("lead", signoff(), mate, ttl(60n)), undefined],
+  ["a ttl on an assignment", send("ann", assign(), lead, ttl(60n)), by("size-shape", "ttl")],
+  [
+    "a ttl on a claim answer",
+    send("ann", claimAnswer(true), lead, ttl(60n)),
+    by("size-shape", "ttl"),
+  ],
+  ["getting a task", call(M.getTask, GetTaskRequestSchema, { taskId: "t1" }), undefined],
+  ["getting no task id", call(M.getTask, GetTaskRequestSchema, {}), by("size-shape", "task_id")],
+  [
+    "listing tasks of a bad owner name",
+    call(M.listTasks, ListTasksRequestSchema, { owner: "Ann" }),
+    by("size-shape", "owner"),
+  ],
+  [
+    "listing tasks by an unknown state",
+    call(M.listTasks, ListTasksRequestSchema, { state: 9 as TaskState }),
+    by("size-shape", "state"),
+  ],
+  [
+    "listing done tasks of ann",
+    call(M.listTasks, ListTasksRequestSchema, { owner: "ann", state: TaskState.DONE }),
+    undefined,
+  ],
+  ["a claim broadcast", send("*", claim()), by("no-broadcast", "to")],
+  ["an assignment broadcast", send("*", assign(), lead), by("no-broadcast", "to")],
+  // task claim and assignment
+  ["a teammate claims a task from the lead", send("lead", claim()), undefined],
+  [
+    "a teammate claims a task from another teammate",
+    send("bob", claim()),
+    by("claim-to-lead", "to"),
+  ],
+  ["the lead claims a task from itself", send("lead", claim(), lead), by("claim-to-lead", "to")],
+  ["the lead approves a claim", send("ann", claimAnswer(true), lead), undefined],
+  ["a teammate approves a claim", send("bob", claimAnswer(true)), by("lead-only-assign")],
+  [
+    "a teammate rejects a claim without a reason",
+    send("bob", claimAnswer(false)),
+    by("lead-only-assign"),
+  ],
+  ["the lead assigns a task to a teammate", send("ann", assign(), lead), undefined],
+  ["a teammate assigns a task", send("bob", assign()), by("lead-only-assign")],
+  [
+    "the lead assigns a task to itself",
+    send("lead", assign(), lead),
+    by("assign-to-teammate", "to"),
+  ],
+  [
+    "the lead rejects a claim without a reason",
+    send("ann", claimAnswer(false, " "), lead),
+    by("reason-on-reject", "message.task_claim_response.reason"),
+  ],
+  [
+    "the lead rejects a claim with a reason",
+    send("ann", claimAnswer(false, "bob has it"), lead),
+    undefined,
+  ],
+  // task handoff
+  ["an owner hands a task to a teammate", send("bob", handoff()), undefined],
+  ["an owner gives a task back to the lead", send("lead", handoff()), undefined],
+  ["a teammate hands a task to itself", send("ann", handoff()), by("handoff-to-other", "to")],
+  [
+    "a teammate declines a handoff without a reason",
+    send("bob", handoffAnswer(false)),
+    by("reason-on-reject", "message.task_handoff_response.reason"),
+  ],
+  [
+    "a teammate declines a handoff with a reason",
+    send("bob", handoffAnswer(false, "busy")),
+    undefined,
+  ],
+  ["a teammate accepts a handoff, no reason needed", send("bob", handoffAnswer(true)), undefined],
+  // result sign-off
+  ["an owner asks the lead to sign off", send("lead", signoff()), undefined],
+  ["an owner asks a teammate to sign off", send("bob", signoff()), by("signoff-to-lead", "to")],
+  ["the lead asks itself to sign off", send("lead", signoff(), lead), by("signoff-to-lead", "to")],
+  ["the lead signs off a result", send("ann", signoffAnswer(true), lead), undefined],
+  ["a teammate signs off a result", send("bob", signoffAnswer(true)), by("lead-only-signoff")],
+  [
+    "the lead rejects a result without feedback",
+    send("ann", signoffAnswer(false, "\n"), lead),
+    by("feedback-on-reject", "message.result_signoff_response.feedback"),
+  ],
+  [
+    "the lead rejects a result with feedback",
+    send("ann", signoffAnswer(false, "add tests"), lead),
+    undefined,
+  ],
+  ["an observer lists tasks", call(M.listTasks, ListTasksRequestSchema, {}, eye), undefined],
+  [
+    "an observer gets a task",
+    call(M.getTask, GetTaskRequestSchema, { taskId: "t1" }, eye),
+    undefined,
+  ],
+  ["an observer claims a task", send("lead", claim(), eye), by("observer-read-only")],
   // observers read, and only read; the team's feed is the lead's and the observers'
   [
     "an observer lists the members",

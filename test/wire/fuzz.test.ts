@@ -31,6 +31,13 @@ import {
   type Verdict,
 } from "../support/raw-rpc.js";
 import {
+  assign,
+  claimRequest,
+  handoffRequest,
+  signoffRequest,
+  signoffResponse,
+} from "../support/task-helpers.js";
+import {
   describeDiff,
   diffSnapshots,
   snapshotTeam,
@@ -153,6 +160,11 @@ const RULE_IDS = [
   "response-to-requester",
   "once-only",
   "requester-only",
+  "one-owner",
+  "task-done",
+  "owner-only-handoff",
+  "owner-only-signoff",
+  "task-visibility",
 ];
 const READ_ONLY = new Set<DescMethod>([
   M.listMembers,
@@ -161,6 +173,8 @@ const READ_ONLY = new Set<DescMethod>([
   M.listRequests,
   M.awaitRequest,
   M.listAttempts,
+  M.getTask,
+  M.listTasks,
 ]);
 const BAD_CREDENTIALS: Credential[] = ["revoked", "unknown", "malformed", "missing", "basic"];
 const CALLER_NAME: Partial<Record<Credential, string>> = { lead: "team-lead", worker: "worker" };
@@ -184,6 +198,28 @@ interface StormResult {
 
 // ---------------------------------------------------------------------------------------
 // What the successful calls explain, compared with what changed in team A's rows.
+
+/** The message cases that open a request, and those that answer one. */
+const OPENING_CASES = [
+  "shutdownRequest",
+  "planApprovalRequest",
+  "taskClaimRequest",
+  "taskAssign",
+  "taskHandoffRequest",
+  "resultSignoffRequest",
+];
+const ANSWER_CASES = [
+  "shutdownResponse",
+  "planApprovalResponse",
+  "taskClaimResponse",
+  "taskHandoffResponse",
+  "resultSignoffResponse",
+];
+/** An answer's yes (a handoff's is `accept`). */
+const saysYes = (s: Success): boolean => {
+  const v = s.request.message.kind.value;
+  return Boolean(v.approve ?? v.accept);
+};
 
 function unexplainedChanges(
   before: TeamSnapshot,
@@ -218,7 +254,7 @@ function unexplainedChanges(
   // Requests: new ones are the ones successful Sends opened; transitions need a cause.
   const opened = new Set(
     sends
-      .filter((s) => ["shutdownRequest", "planApprovalRequest"].includes(kindOf(s) ?? ""))
+      .filter((s) => OPENING_CASES.includes(kindOf(s) ?? ""))
       .map((s) => s.response.requestId as string),
   );
   for (const id of diff.newRequests) {
@@ -236,6 +272,18 @@ function unexplainedChanges(
       .filter((s) => kindOf(s) === "shutdownResponse" && s.request.message.kind.value.approve)
       .map(caller),
   ]);
+  // Tasks whose owner or state a successful step changed: a request of theirs newly approved
+  // (a claim, an assignment, an accepted handoff, a sign-off).
+  const movedTasks = new Set(
+    [...after.requests]
+      .filter(
+        ([id, r]) =>
+          r.taskId !== null &&
+          r.status === "approved" &&
+          before.requests.get(id)?.status !== "approved",
+      )
+      .map(([, r]) => r.taskId as string),
+  );
   const finishedWithoutAnswer = new Set<string>();
   for (const [id, r] of after.requests) {
     const b = before.requests.get(id);
@@ -248,12 +296,13 @@ function unexplainedChanges(
     if (!changed) continue;
     const answered = sends.filter(
       (s) =>
-        ["shutdownResponse", "planApprovalResponse"].includes(kindOf(s) ?? "") &&
-        s.request.message.kind.value.requestId === id,
+        ANSWER_CASES.includes(kindOf(s) ?? "") && s.request.message.kind.value.requestId === id,
     );
+    // A task_assign is recorded approved by the Send that made it (counted as opened above).
+    if (r.kind === "task_assign" && b === undefined && r.status === "approved") continue;
     if (r.status === "approved" || r.status === "rejected") {
       const approve = r.status === "approved";
-      if (!answered.some((s) => s.request.message.kind.value.approve === approve)) {
+      if (!answered.some((s) => saysYes(s) === approve)) {
         out.push(`request ${id} became ${r.status} without a successful answer saying so`);
       }
       if (r.responseHash === null) out.push(`request ${id} is ${r.status} without a response`);
@@ -261,7 +310,9 @@ function unexplainedChanges(
       finishedWithoutAnswer.add(id);
       const byCancel = of(M.cancelRequest).some((s) => s.request.requestId === id);
       const partyStopped = stopped.has(r.from) || stopped.has(r.to);
-      if (!byCancel && !partyStopped) {
+      // A task's other pending requests are canceled when its owner changes or it is done.
+      const taskMoved = r.taskId !== null && movedTasks.has(r.taskId);
+      if (!byCancel && !partyStopped && !taskMoved) {
         out.push(
           `request ${id} (${r.kind}, ${r.from} -> ${r.to}) was canceled by no successful ` +
             "CancelRequest or stop",
@@ -276,12 +327,45 @@ function unexplainedChanges(
   }
 
   // Messages the server wrote: request updates for requests that ended without an answer.
+  // And the lead's notices of a stopped member's tasks, given back.
+  const released = [...diff.changedTasks].filter(
+    ([, c]) => c.after.state === "unowned" && stopped.has(c.before.owner),
+  ).length;
+  let notices = 0;
   for (const m of diff.newMessages.filter((x) => x.sender === null)) {
+    if (m.kind === "task_notification" && m.recipient === "team-lead") {
+      notices++;
+      continue;
+    }
     if (m.kind !== "request_update" || !finishedWithoutAnswer.has(m.requestId ?? "")) {
       out.push(`server message ${m.recipient}#${m.seq} (${m.kind}, ${m.requestId}) unexplained`);
     }
   }
+  // A released task may be given to someone again before the end: at least one notice each.
+  if (notices < released || (notices > 0 && stopped.size === 0)) {
+    out.push(`${notices} server task notices, but ${released} tasks of stopped members released`);
+  }
   out.push(...diff.alteredMessages.map((m) => `stored message ${m}`));
+
+  // Tasks: recorded by a successful claim or assignment naming them; moved by an approved
+  // request of theirs, or given back when their owner stopped.
+  const named = new Set(
+    sends
+      .filter((s) => ["taskClaimRequest", "taskAssign"].includes(kindOf(s) ?? ""))
+      .map((s) => s.request.message.kind.value.taskId as string),
+  );
+  for (const id of diff.newTasks) {
+    if (!named.has(id)) out.push(`task ${id} was recorded by no successful claim or assignment`);
+  }
+  for (const [id, c] of diff.changedTasks) {
+    const givenBack = c.after.state === "unowned" && stopped.has(c.before.owner);
+    if (!movedTasks.has(id) && !givenBack) {
+      out.push(
+        `task ${id}: ${c.before.state} ${c.before.owner} -> ${c.after.state} ${c.after.owner} unexplained`,
+      );
+    }
+  }
+  out.push(...diff.goneTasks.map((id) => `task ${id} disappeared`));
   out.push(...diff.gaps.map((g) => `inbox not gapless: ${g}`));
 
   // Members.
@@ -384,6 +468,14 @@ describeEachDatabase(
       const rejected = await worker.send({ to: "team-lead", message: planRequest("plan c") });
       await a.lead.send({ to: "worker", message: planResponse(rejected.requestId, false) });
       const helperShutdown = await a.lead.send({ to: "helper", message: shutdownRequest("x") });
+      // Tasks: one the worker holds (with a handoff to the helper pending), one with a claim
+      // of the helper's pending, one done.
+      await a.lead.send({ to: "worker", message: assign("t-held") });
+      const handoff = await worker.send({ to: "helper", message: handoffRequest("t-held") });
+      const claim = await helper.send({ to: "team-lead", message: claimRequest("t-claimed") });
+      await a.lead.send({ to: "worker", message: assign("t-done") });
+      const signoff = await worker.send({ to: "team-lead", message: signoffRequest("t-done") });
+      await a.lead.send({ to: "worker", message: signoffResponse(signoff.requestId, true) });
       await a.lead.removeMember({ name: "gone" });
       await b.lead.send({ to: "carol", message: text("team b") });
       world = {
@@ -395,7 +487,11 @@ describeEachDatabase(
           helperPlan.requestId,
           rejected.requestId,
           helperShutdown.requestId,
+          handoff.requestId,
+          claim.requestId,
+          signoff.requestId,
         ],
+        taskIds: ["t-held", "t-claimed", "t-done"],
         tokens: {
           lead: a.leadToken,
           worker: a.member("worker").token,

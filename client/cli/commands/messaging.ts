@@ -7,7 +7,7 @@ import {
   SendResponseSchema,
 } from "../../../gen/team/v1/team_service_pb.js";
 import { describeEnvelope } from "../../describe.js";
-import { createPromptReader, type PromptReader } from "../../prompt-reader.js";
+import { asksForAnswer, createPromptReader, type PromptReader } from "../../prompt-reader.js";
 import type { TeamClient } from "../../team-client.js";
 import {
   asJson,
@@ -156,8 +156,7 @@ export function describeSend(sent: SendResponse): string {
  * the request rendered as pending, which is what the envelope alone says.
  */
 async function lookUpRequest(client: TeamClient, reader: PromptReader, e: Envelope) {
-  const kind = e.message?.kind.case;
-  if (!e.requestId || (kind !== "shutdownRequest" && kind !== "planApprovalRequest")) return;
+  if (!asksForAnswer(e)) return;
   const record = await client.getRequest(e.requestId).catch(() => undefined);
   if (record) reader.known(e.requestId, record.status);
 }

@@ -1,4 +1,3 @@
-import { readFile } from "node:fs/promises";
 import { type Command, Option } from "commander";
 import { SendResponseSchema } from "../../../gen/team/v1/team_service_pb.js";
 import { type TaskStatusName, taskStatusNames } from "../../names.js";
@@ -9,6 +8,7 @@ import {
   connectionOptions,
   duration,
   print,
+  readInput,
   UsageError,
   wholeNumber,
 } from "../context.js";
@@ -87,7 +87,7 @@ export function protocolCommands(program: Command): void {
       .option("--ttl <duration>", "time to answer, e.g. 10m (default: the server's)", duration),
   ).action(async (words: string[], o: ConnectionOptions & { file?: string; ttl?: number }) => {
     if (words.length > 0 && o.file) throw new UsageError("give the plan or --file, not both");
-    const plan = o.file ? await readPlan(o.file) : words.join(" ");
+    const plan = o.file ? await readInput(o.file) : words.join(" ");
     const sent = await clientFor(o).submitPlan(plan, o.ttl !== undefined ? { ttlMs: o.ttl } : {});
     print(
       o,
@@ -166,11 +166,4 @@ export function protocolCommands(program: Command): void {
       () => asJson(SendResponseSchema, sent),
     );
   });
-}
-
-async function readPlan(file: string): Promise<string> {
-  if (file !== "-") return readFile(file, "utf8");
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }

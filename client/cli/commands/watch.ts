@@ -18,9 +18,10 @@ interface WatchFlags extends ConnectionOptions {
 }
 
 const colours: Record<TeamEventKind, Parameters<typeof styleText>[0]> = {
-  envelope: "cyan",
+  message: "cyan",
   request: "yellow",
   member: "magenta",
+  unknown: "gray",
 };
 
 /** watch: a live tail of the whole team (WatchTeam), for the lead and observers. */

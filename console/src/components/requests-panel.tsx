@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { describeMessage } from "../../../client/describe.js";
+import { answerMessage } from "../../../client/messages.js";
 import { requestKindName } from "../../../client/names.js";
 import { RequestKind } from "../../../gen/team/v1/enums_pb.js";
 import type { RequestRecord } from "../../../gen/team/v1/records_pb.js";
@@ -48,9 +49,13 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
   const [words, setWords] = useState("");
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
-  const plan = request.kind === RequestKind.PLAN_APPROVAL;
-  // The addressee answers; the requester may withdraw. The server checks both again.
-  const answerable = mayAnswer && request.to === session.you;
+  // Every answer goes back to the requester: a plan's, a claim's or a sign-off's to the
+  // teammate who asked, a shutdown's to the lead who asked, a handoff's to the owner.
+  const message = (approve: boolean) =>
+    answerMessage(request.kind, request.requestId, approve, approve ? "" : words);
+  // The addressee answers (an assignment takes none); the requester may withdraw. The server
+  // checks both again.
+  const answerable = mayAnswer && request.to === session.you && message(true) !== undefined;
   const withdrawable = mayAnswer && request.from === session.you;
 
   const act = async (call: () => Promise<unknown>) => {
@@ -67,25 +72,11 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
       setBusy(false);
     }
   };
-  // Both answers go back to the requester: a plan's to the teammate who asked, a
-  // shutdown's to the lead who asked (response-to-lead).
   const answer = (approve: boolean) =>
-    act(() =>
-      session.rpc.send({
-        to: request.from,
-        message: {
-          kind: plan
-            ? {
-                case: "planApprovalResponse",
-                value: { requestId: request.requestId, approve, feedback: approve ? "" : words },
-              }
-            : {
-                case: "shutdownResponse",
-                value: { requestId: request.requestId, approve, reason: approve ? "" : words },
-              },
-        },
-      }),
-    );
+    act(async () => {
+      const m = message(approve);
+      if (m) await session.rpc.send({ to: request.from, message: m });
+    });
 
   return (
     <article
@@ -104,7 +95,7 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
       {answerable && !rejecting && (
         <div class="buttons">
           <button type="button" class="approve" disabled={busy} onClick={() => answer(true)}>
-            Approve
+            {request.kind === RequestKind.TASK_HANDOFF ? "Accept" : "Approve"}
           </button>
           <button type="button" class="reject" disabled={busy} onClick={() => setRejecting(true)}>
             Reject
@@ -120,9 +111,7 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
           }}
         >
           <label>
-            {plan
-              ? `Feedback for ${request.from} (blank: "Plan needs revision")`
-              : `Why ${request.from} keeps working (required)`}
+            {rejectionLabel(request)}
             <textarea
               class="words"
               rows={3}
@@ -157,4 +146,19 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
       )}
     </article>
   );
+}
+
+/** What the words of a rejection are, for each kind (each kind's answer names them). */
+function rejectionLabel(request: RequestRecord): string {
+  switch (request.kind) {
+    case RequestKind.PLAN_APPROVAL:
+      return `Feedback for ${request.from} (blank: "Plan needs revision")`;
+    case RequestKind.RESULT_SIGNOFF:
+      return `What ${request.from} should change (required)`;
+    case RequestKind.TASK_CLAIM:
+    case RequestKind.TASK_HANDOFF:
+      return `Why not (required; ${request.from} is told)`;
+    default:
+      return `Why ${request.from} keeps working (required)`;
+  }
 }

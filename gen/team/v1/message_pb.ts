@@ -74,7 +74,9 @@ export type Message = Message$1<"team.v1.Message"> & {
     case: "planApprovalResponse";
   } | {
     /**
-     * A worker tells the lead that a task completed, failed or was stopped.
+     * A worker tells the lead that a task completed, failed or was stopped. The server
+     * writes one too (Envelope.from "", status STOPPED) for each task a stopped or removed
+     * owner held: the task is unowned again.
      *
      * @generated from field: team.v1.TaskNotificationBody task_notification = 6;
      */
@@ -283,7 +285,10 @@ export const PlanApprovalResponseBodySchema: GenMessage<PlanApprovalResponseBody
   messageDesc(file_team_v1_message, 4);
 
 /**
- * A worker reports the outcome of a task to the lead.
+ * A worker reports the outcome of a task to the lead. When a task's owner is stopped (its
+ * shutdown approved, or removed by the lead), the server sends the lead one of these per task
+ * it held: from "", status TASK_STATUS_STOPPED, description the owner's name, and a summary
+ * saying the task is unowned again.
  *
  * @generated from message team.v1.TaskNotificationBody
  */

@@ -1131,8 +1131,10 @@ export const TeamService: GenService<{
     output: typeof CancelRequestResponseSchema;
   },
   /**
-   * The lead sees any task; a teammate a task it holds (or held when it was done) and
-   * unowned ones. Returns the task and its history of requests.
+   * The lead and observers see any task; a teammate a task it holds (or held when it was
+   * done) and unowned ones: another member's task is refused with PermissionDenied (rule
+   * task-visibility, naming the owner), an id no claim or assignment named with NotFound.
+   * Returns the task and its history of requests.
    *
    * @generated from rpc team.v1.TeamService.GetTask
    */
@@ -1142,7 +1144,8 @@ export const TeamService: GenService<{
     output: typeof GetTaskResponseSchema;
   },
   /**
-   * Lists tasks: the lead sees the team's, a teammate its own and unowned ones.
+   * Lists tasks: the lead and observers see the team's, a teammate its own and unowned ones
+   * (an `owner` other than itself is refused, task-visibility).
    *
    * @generated from rpc team.v1.TeamService.ListTasks
    */

@@ -4,6 +4,7 @@ import {
   permissionModeFromProto,
   requestKindFromProto,
   requestStatusFromProto,
+  taskStateFromProto,
 } from "../../domain/enums.js";
 import { type AnyRequest, M, type RuleCall, type Violation } from "./rule.js";
 
@@ -41,6 +42,10 @@ export function enumValueViolation({ method, request }: RuleCall): Violation | u
     case M.listAttempts:
       return attemptOutcomeFromProto(r.outcome) === undefined
         ? unknown("outcome", r.outcome, "attempt outcome")
+        : undefined;
+    case M.listTasks:
+      return taskStateFromProto(r.state) === undefined
+        ? unknown("state", r.state, "task state")
         : undefined;
     case M.awaitRequest:
       return r.timeout !== undefined && (r.timeout.seconds < 0n || r.timeout.nanos < 0)

@@ -4,7 +4,7 @@ import {
   MAX_RESULT_BYTES,
   MAX_TEXT_BYTES,
 } from "../../domain/limits.js";
-import { requestIdViolation } from "./names.js";
+import { requestIdViolation, taskIdViolation } from "./names.js";
 import type { AnyRequest, Violation } from "./rule.js";
 
 const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
@@ -53,8 +53,49 @@ export function messageShapeViolation(c: {
       );
     case "taskNotification":
       return taskNotificationShape(v);
+    case "taskClaimRequest":
+    case "taskAssign":
+    case "taskHandoffRequest": {
+      const field = `message.${snake(c.case)}`;
+      return (
+        taskIdViolation(v.taskId, `${field}.task_id`) ??
+        over(`${field}.note`, v.note, MAX_NOTE_BYTES)
+      );
+    }
+    case "resultSignoffRequest":
+      return resultShape(v);
+    case "taskClaimResponse":
+    case "taskHandoffResponse": {
+      const field = `message.${snake(c.case)}`;
+      return (
+        answered(`${field}.request_id`, v.requestId) ??
+        over(`${field}.reason`, v.reason, MAX_NOTE_BYTES)
+      );
+    }
+    case "resultSignoffResponse":
+      return (
+        answered("message.result_signoff_response.request_id", v.requestId) ??
+        over("message.result_signoff_response.feedback", v.feedback, MAX_NOTE_BYTES)
+      );
   }
   return undefined;
+}
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (ch) => `_${ch.toLowerCase()}`);
+
+function resultShape(v: AnyRequest): Violation | undefined {
+  const field = "message.result_signoff_request";
+  if (v.result.trim() === "") {
+    return {
+      sentence: "result is empty: give the lead something to sign off",
+      field: `${field}.result`,
+    };
+  }
+  return (
+    taskIdViolation(v.taskId, `${field}.task_id`) ??
+    over(`${field}.result`, v.result, MAX_RESULT_BYTES) ??
+    over(`${field}.summary`, v.summary, MAX_NOTE_BYTES)
+  );
 }
 
 function taskNotificationShape(v: AnyRequest): Violation | undefined {

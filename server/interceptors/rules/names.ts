@@ -31,3 +31,17 @@ export function requestIdViolation(
     field,
   };
 }
+
+/** The most characters a task id may have (the contract: 1 to 128, no control characters). */
+export const MAX_TASK_ID_CHARS = 128;
+
+/** A task id as the team names it: 1 to 128 characters, none of them a control character. */
+export function taskIdViolation(value: string, field: string): Violation | undefined {
+  if (value.trim() === "") return { sentence: `${field} is required: the task's id`, field };
+  if ([...value].length > MAX_TASK_ID_CHARS) {
+    return { sentence: `${field} is longer than ${MAX_TASK_ID_CHARS} characters`, field };
+  }
+  // PostgreSQL text cannot hold U+0000; other control characters are no better as keys.
+  if (/\p{Cc}/u.test(value)) return { sentence: `${field} contains control characters`, field };
+  return undefined;
+}

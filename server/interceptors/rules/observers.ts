@@ -10,6 +10,8 @@ const OBSERVER_MAY = new Set<unknown>([
   M.awaitRequest,
   M.listAttempts,
   M.watchTeam,
+  M.getTask,
+  M.listTasks,
 ]);
 
 /**
@@ -26,7 +28,7 @@ export const observerReadOnly: Rule = {
       sentence: inbox
         ? `an observer has no inbox (${method.name}): WatchTeam shows everything the team stores`
         : `an observer is read-only: ${method.name} is refused (it may ListMembers, ListRequests, ` +
-          "GetRequest, AwaitRequest, ListAttempts and WatchTeam)",
+          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask and ListTasks)",
     };
   },
 };

@@ -34,19 +34,3 @@ export const responseToLead: Rule = {
     return { sentence: `shutdown_response must be sent to the team lead "${lead}"`, field: "to" };
   },
 };
-
-/** reason-on-reject: rejecting a shutdown says why. */
-export const reasonOnReject: Rule = {
-  id: "reason-on-reject",
-  refusal: "invalid-argument",
-  check(call) {
-    const m = sent(call);
-    if (m?.case !== "shutdownResponse" || m.value.approve || m.value.reason.trim() !== "") {
-      return undefined;
-    }
-    return {
-      sentence: "reason is required when rejecting a shutdown request",
-      field: "message.shutdown_response.reason",
-    };
-  },
-};

@@ -2,7 +2,7 @@ import { MAX_MESSAGE_ID_CHARS, MAX_SEQ, MAX_TTL_MS, MIN_TTL_MS } from "../../dom
 import { BROADCAST } from "../../domain/names.js";
 import { enumValueViolation } from "./enum-values.js";
 import { messageShapeViolation } from "./message-shape.js";
-import { nameViolation, requestIdViolation } from "./names.js";
+import { nameViolation, requestIdViolation, taskIdViolation } from "./names.js";
 import { type AnyRequest, M, type Rule, type RuleCall, type Violation } from "./rule.js";
 
 /**
@@ -46,10 +46,23 @@ export const sizeShape: Rule = {
         return request.party === "" ? undefined : nameViolation(request.party, "party", "party");
       case M.listAttempts:
         return listAttemptsShape(request);
+      case M.getTask:
+        return taskIdViolation(request.taskId, "task_id");
+      case M.listTasks:
+        return request.owner === "" ? undefined : nameViolation(request.owner, "owner", "owner");
     }
     return undefined;
   },
 };
+
+/** The message cases that open a request someone answers: they may carry a ttl. */
+const REQUEST_CASES = new Set([
+  "shutdownRequest",
+  "planApprovalRequest",
+  "taskClaimRequest",
+  "taskHandoffRequest",
+  "resultSignoffRequest",
+]);
 
 function sendShape(request: AnyRequest): Violation | undefined {
   if (request.to !== BROADCAST) {
@@ -74,7 +87,7 @@ function sendShape(request: AnyRequest): Violation | undefined {
     };
   }
   if (request.ttl !== undefined) {
-    if (kind.case !== "shutdownRequest" && kind.case !== "planApprovalRequest") {
+    if (!REQUEST_CASES.has(kind.case)) {
       return { sentence: "ttl applies to protocol requests only", field: "ttl" };
     }
     const ms = Number(request.ttl.seconds) * 1000 + request.ttl.nanos / 1e6;

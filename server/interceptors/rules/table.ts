@@ -4,14 +4,13 @@ import { RuleViolationError } from "../../errors.js";
 import { noBroadcast, serverOnly } from "./addressing.js";
 import { observerReadOnly, watchLeadOrObserver } from "./observers.js";
 import { leadOnlyApproval, planToLead } from "./plan-approval.js";
+import { reasonOnReject } from "./reason-on-reject.js";
+import { feedbackOnReject, leadOnlySignoff, signoffToLead } from "./result-signoff.js";
 import type { Rule, RuleCall } from "./rule.js";
-import {
-  leadOnlyShutdown,
-  reasonOnReject,
-  responseToLead,
-  shutdownToTeammate,
-} from "./shutdown.js";
+import { leadOnlyShutdown, responseToLead, shutdownToTeammate } from "./shutdown.js";
 import { sizeShape } from "./size-shape.js";
+import { assignToTeammate, claimToLead, leadOnlyAssign } from "./task-claim.js";
+import { handoffToOther } from "./task-handoff.js";
 import { taskToLead } from "./task-notification.js";
 
 export type { Rule, RuleCall, Violation } from "./rule.js";
@@ -30,10 +29,18 @@ export const rules: readonly Rule[] = [
   leadOnlyShutdown,
   shutdownToTeammate,
   responseToLead,
-  reasonOnReject,
   leadOnlyApproval,
   planToLead,
   taskToLead,
+  claimToLead,
+  leadOnlyAssign,
+  assignToTeammate,
+  handoffToOther,
+  signoffToLead,
+  leadOnlySignoff,
+  // After every who-may-answer rule: a wrong answerer hears that first.
+  reasonOnReject,
+  feedbackOnReject,
 ];
 
 /**

@@ -1,0 +1,64 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { TaskStatus } from "../../gen/team/v1/enums_pb.js";
+import { MessageSchema } from "../../gen/team/v1/message_pb.js";
+import type { Queryable } from "../store/database.js";
+import { appendToInboxes } from "../store/send.js";
+import { lockTasksOwnedBy, releaseTasksOf } from "../store/tasks.js";
+import { cancelRequestsOfStoppingMember } from "./cancel.js";
+import type { Aftermath } from "./task-ownership.js";
+
+/**
+ * What a member's stop does to the protocols, inside the stopping transaction (an approved
+ * shutdown, or RemoveMember): its tasks are locked first (task rows before request rows),
+ * its pending requests canceled (cancel.ts), then `stop` changes the member row, then every
+ * task it held goes back to unowned and the lead gets one server-written task_notification
+ * per task (status STOPPED, from "", naming the task), so the lead can give it to someone
+ * else. The release is a statement of its own after the member row changed, so it also sees
+ * a task given to the member by a transaction that committed meanwhile.
+ */
+export async function stopMemberAndRelease<T>(
+  tx: Queryable,
+  q: {
+    teamId: number;
+    member: { id: number; name: string };
+    lead: { id: number; name: string };
+    /** Completes "<member> ...": why it stopped. */
+    why: string;
+    stop: () => Promise<T>;
+  },
+): Promise<{ stopped: T; aftermath: Aftermath }> {
+  await lockTasksOwnedBy(tx, q.member.id);
+  const aftermath: Aftermath = await cancelRequestsOfStoppingMember(tx, q.member, q.why);
+  const stopped = await q.stop();
+  for (const taskId of await releaseTasksOf(tx, q.member.id)) {
+    const [delivery] = await appendToInboxes(
+      tx,
+      {
+        teamId: q.teamId,
+        senderId: null,
+        fromName: "",
+        to: q.lead.name,
+        kind: "task_notification",
+        body: toBinary(MessageSchema, releasedNotice(taskId, q.member.name, q.why)),
+      },
+      [q.lead],
+    );
+    if (delivery) aftermath.deliveries.push(delivery);
+  }
+  return { stopped, aftermath };
+}
+
+/** The lead's notice that a stopped member's task is unowned again. */
+function releasedNotice(taskId: string, member: string, why: string) {
+  return create(MessageSchema, {
+    kind: {
+      case: "taskNotification",
+      value: {
+        taskId,
+        status: TaskStatus.STOPPED,
+        description: member,
+        summary: `Agent "${member}" ${why}: task ${JSON.stringify(taskId)} is unowned again`,
+      },
+    },
+  });
+}

@@ -1,0 +1,71 @@
+import { create } from "@bufbuild/protobuf";
+import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { lockTask } from "../store/tasks.js";
+import type { SendCall, SendPlan } from "./protocol.js";
+import { openRequestPlan } from "./request-lifecycle.js";
+import { moveTaskAndSettle, refuseUnlessOwner, taskAnswerPlan } from "./task-ownership.js";
+
+/**
+ * Result sign-off: a task's owner asks the lead to accept its result.
+ *
+ * - Request: `result_signoff_request` (task_id, result, optional summary), only from the
+ *   task's owner (owner-only-signoff; a done task: task-done), to the lead (signoff-to-lead).
+ * - Answer: `result_signoff_response` (request_id, approve, feedback), only from the lead
+ *   (lead-only-signoff, addressee-only), once (once-only), to the owner who asked
+ *   (response-to-requester), with feedback when rejecting (feedback-on-reject).
+ * - States: pending -> approved | rejected | expired | canceled.
+ * - Approve: in the same transaction the task is done, its owner recorded as the one whose
+ *   result it was; its other pending requests (a handoff racing the sign-off) are canceled
+ *   and their parties told. A done task is final: no claim, assignment, handoff or sign-off.
+ * - Reject or expiry: the owner keeps the task (and acts on the feedback).
+ */
+export function planResultSignoffRequest(input: SendCall, message: Message): SendPlan {
+  if (message.kind.case !== "resultSignoffRequest") throw new Error("not a result_signoff_request");
+  const { taskId } = message.kind.value;
+  return openRequestPlan("result_signoff", input, message, {
+    taskId,
+    async beforeAppend(tx) {
+      const task = await lockTask(tx, input.caller.teamId, taskId);
+      refuseUnlessOwner(
+        task,
+        taskId,
+        input.caller,
+        "owner-only-signoff",
+        "message.result_signoff_request.task_id",
+      );
+    },
+  });
+}
+
+export function planResultSignoffResponse(input: SendCall, message: Message): SendPlan {
+  if (message.kind.case !== "resultSignoffResponse") {
+    throw new Error("not a result_signoff_response");
+  }
+  const answer = message.kind.value;
+  const stored = create(MessageSchema, {
+    kind: {
+      case: "resultSignoffResponse",
+      value: { ...answer, feedback: answer.feedback.trim() },
+    },
+  });
+  return taskAnswerPlan({
+    kind: "result_signoff",
+    input,
+    message: stored,
+    requestId: answer.requestId,
+    yes: answer.approve,
+    async onYes(tx, request, task, aftermath) {
+      if (task.ownerId !== request.fromId) {
+        throw new Error(`sign-off ${request.id} is pending but its task moved`);
+      }
+      await moveTaskAndSettle(tx, {
+        task,
+        to: { state: "done", ownerId: request.fromId },
+        requestId: request.id,
+        actorId: input.caller.id,
+        why: `the result of task ${JSON.stringify(task.taskId)} was signed off: the task is done`,
+        aftermath,
+      });
+    },
+  });
+}

@@ -1,0 +1,67 @@
+import { toBinary } from "@bufbuild/protobuf";
+import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { recordApprovedRequest } from "../store/requests.js";
+import { lockTask } from "../store/tasks.js";
+import type { SendCall, SendPlan } from "./protocol.js";
+import { newRequestId } from "./request-lifecycle.js";
+import {
+  emptyAftermath,
+  lockNewOwner,
+  moveTaskAndSettle,
+  refuseUnlessClaimable,
+  wakeAftermath,
+} from "./task-ownership.js";
+
+/**
+ * Task assignment: the lead gives a task to a teammate directly, without a claim.
+ *
+ * - Who: only the lead (lead-only-assign), to an active teammate, the Send's `to`
+ *   (assign-to-teammate, known-recipient, observer-not-addressable), never "*".
+ * - Refused like a claim: while the task is done (task-done), has an owner or a pending
+ *   claim (one-owner). The first assignment of an id records the task.
+ * - Recorded as a task_assign request that is approved as it is made (resolved at creation),
+ *   so it is in the task's history, ListRequests, the journal and the team feed; nobody
+ *   answers it. The teammate receives the task_assign with its request_id.
+ */
+export function planTaskAssign(input: SendCall, message: Message): SendPlan {
+  if (message.kind.case !== "taskAssign") throw new Error("not a task_assign");
+  const { taskId } = message.kind.value;
+  const requestId = newRequestId();
+  const aftermath = emptyAftermath();
+  let ownerId = 0;
+  return {
+    message,
+    requestId,
+    async beforeAppend(tx) {
+      const teamId = input.caller.teamId;
+      const task = await lockTask(tx, teamId, taskId, { record: true });
+      if (!task) throw new Error(`task ${taskId} not recorded`);
+      await refuseUnlessClaimable(tx, task, "message.task_assign.task_id");
+      const owner = await lockNewOwner(tx, teamId, input.to);
+      ownerId = owner.id;
+      await moveTaskAndSettle(tx, {
+        task,
+        to: { state: "claimed", ownerId },
+        requestId,
+        actorId: input.caller.id,
+        why: `task ${JSON.stringify(taskId)} was assigned to "${owner.name}"`,
+        aftermath,
+      });
+    },
+    async beforeCommit(tx) {
+      await recordApprovedRequest(tx, {
+        id: requestId,
+        teamId: input.caller.teamId,
+        kind: "task_assign",
+        fromId: input.caller.id,
+        toId: ownerId,
+        body: toBinary(MessageSchema, message),
+        taskId,
+      });
+    },
+    afterCommit(effects) {
+      effects.waiters.notify(requestId);
+      wakeAftermath(effects, aftermath);
+    },
+  };
+}

@@ -1,0 +1,66 @@
+import { create } from "@bufbuild/protobuf";
+import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { lockTask } from "../store/tasks.js";
+import type { SendCall, SendPlan } from "./protocol.js";
+import { openRequestPlan } from "./request-lifecycle.js";
+import {
+  lockNewOwner,
+  moveTaskAndSettle,
+  refuseUnlessClaimable,
+  taskAnswerPlan,
+} from "./task-ownership.js";
+
+/**
+ * Task claim: a teammate asks the lead for a task; on approval it becomes the task's owner.
+ *
+ * - Request: `task_claim_request` (task_id, optional note), from a teammate to the lead
+ *   (claim-to-lead, no-broadcast). The first claim (or assignment) of an id records the task.
+ *   Refused while the task is done (task-done), has an owner or another pending claim
+ *   (one-owner, naming them): under the task's row lock, so of racing claims exactly one is
+ *   pending at a time.
+ * - Answer: `task_claim_response` (request_id, approve, reason), only from the lead
+ *   (lead-only-assign, addressee-only), once (once-only), to the requester
+ *   (response-to-requester), with a reason when rejecting (reason-on-reject).
+ * - States: pending -> approved | rejected | expired | canceled.
+ * - Approve: in the same transaction the requester becomes the owner (task claimed), checked
+ *   to be still active under its member row lock. Reject or expiry: the task stays unowned
+ *   and may be claimed again.
+ */
+export function planTaskClaimRequest(input: SendCall, message: Message): SendPlan {
+  if (message.kind.case !== "taskClaimRequest") throw new Error("not a task_claim_request");
+  const { taskId } = message.kind.value;
+  return openRequestPlan("task_claim", input, message, {
+    taskId,
+    async beforeAppend(tx) {
+      const task = await lockTask(tx, input.caller.teamId, taskId, { record: true });
+      if (!task) throw new Error(`task ${taskId} not recorded`);
+      await refuseUnlessClaimable(tx, task, "message.task_claim_request.task_id");
+    },
+  });
+}
+
+export function planTaskClaimResponse(input: SendCall, message: Message): SendPlan {
+  if (message.kind.case !== "taskClaimResponse") throw new Error("not a task_claim_response");
+  const answer = message.kind.value;
+  const stored = create(MessageSchema, {
+    kind: { case: "taskClaimResponse", value: { ...answer, reason: answer.reason.trim() } },
+  });
+  return taskAnswerPlan({
+    kind: "task_claim",
+    input,
+    message: stored,
+    requestId: answer.requestId,
+    yes: answer.approve,
+    async onYes(tx, request, task, aftermath) {
+      const owner = await lockNewOwner(tx, input.caller.teamId, request.fromName);
+      await moveTaskAndSettle(tx, {
+        task,
+        to: { state: "claimed", ownerId: owner.id },
+        requestId: request.id,
+        actorId: input.caller.id,
+        why: `task ${JSON.stringify(task.taskId)} was given to "${owner.name}"`,
+        aftermath,
+      });
+    },
+  });
+}

@@ -1,0 +1,220 @@
+import type { Message } from "../../gen/team/v1/message_pb.js";
+import { RuleViolationError } from "../errors.js";
+import type { Queryable } from "../store/database.js";
+import {
+  finishRequest,
+  lockPendingRequestsOfTask,
+  type RequestRow,
+  taskIdOfRequest,
+} from "../store/requests.js";
+import { observerNotAddressable, unknownRecipient } from "../store/send.js";
+import {
+  lockActiveTeammate,
+  lockTask,
+  moveTask,
+  type TaskRow,
+  type TaskState,
+} from "../store/tasks.js";
+import type { Effects, SendCall, SendPlan } from "./protocol.js";
+import { answerRequest } from "./request-lifecycle.js";
+import { deliverRequestUpdate } from "./request-updates.js";
+
+/**
+ * What the task protocols share: the refusals about a task's state (task-done, one-owner,
+ * and who holds it), moving ownership, and what a move does to the task's other requests.
+ *
+ * Lock order, in every transaction that takes more than one: the task's row, then request
+ * rows (in id order), then member rows, then inboxes. An answer finds its request's task
+ * first (unlocked), locks the task, then the request; a stopping member locks its tasks
+ * before its requests (member-stop.ts).
+ */
+
+/** What a step changed besides its own request: for the wake-ups after commit. */
+export interface Aftermath {
+  /** Requests that left pending (waiters to wake). */
+  requestIds: string[];
+  /** Server-written messages stored (inboxes to wake). */
+  deliveries: { memberId: number }[];
+}
+
+export const emptyAftermath = (): Aftermath => ({ requestIds: [], deliveries: [] });
+
+/** The wake-ups an aftermath owes, after commit. */
+export function wakeAftermath({ hub, waiters }: Effects, a: Aftermath): void {
+  for (const id of a.requestIds) waiters.notify(id);
+  hub.wake(a.deliveries.map((d) => d.memberId));
+}
+
+/** task-done: a signed-off task is final. */
+export function refuseIfDone(task: TaskRow | undefined, field: string): void {
+  if (task?.state !== "done") return;
+  throw new RuleViolationError(
+    "task-done",
+    "failed-precondition",
+    `task ${JSON.stringify(task.taskId)} is done (its result by "${task.ownerName}" was signed off): ` +
+      "it cannot be claimed, assigned, handed off or signed off again",
+    field,
+  );
+}
+
+/**
+ * task-done, then one-owner: a task may be claimed or assigned only while nobody holds it and
+ * no claim of it is pending. The refusal names the owner or the pending claim.
+ */
+export async function refuseUnlessClaimable(
+  tx: Queryable,
+  task: TaskRow,
+  field: string,
+): Promise<void> {
+  refuseIfDone(task, field);
+  const id = JSON.stringify(task.taskId);
+  if (task.state === "claimed") {
+    throw new RuleViolationError(
+      "one-owner",
+      "failed-precondition",
+      `task ${id} is held by "${task.ownerName}"; a task has one owner (the owner may hand it off)`,
+      field,
+    );
+  }
+  const claim = (await lockPendingRequestsOfTask(tx, task.teamId, task.taskId)).find(
+    (r) => r.kind === "task_claim",
+  );
+  if (claim) {
+    throw new RuleViolationError(
+      "one-owner",
+      "failed-precondition",
+      `task ${id} has a pending claim, request ${claim.id} by "${claim.fromName}", for the lead to answer first`,
+      field,
+    );
+  }
+}
+
+/** The owner-only rules: the task must be held by the caller (and not be done). */
+export function refuseUnlessOwner(
+  task: TaskRow | undefined,
+  taskId: string,
+  caller: { id: number },
+  rule: "owner-only-handoff" | "owner-only-signoff",
+  field: string,
+): TaskRow {
+  refuseIfDone(task, field);
+  if (task && task.state === "claimed" && task.ownerId === caller.id) return task;
+  const what = rule === "owner-only-handoff" ? "hand it off" : "ask for its sign-off";
+  throw new RuleViolationError(
+    rule,
+    "permission-denied",
+    `${
+      task?.state === "claimed"
+        ? `task ${JSON.stringify(taskId)} is held by "${task.ownerName}"`
+        : `nobody holds task ${JSON.stringify(taskId)}`
+    }; only its owner may ${what}`,
+    field,
+  );
+}
+
+/**
+ * The member a task is given to, locked against stopping until commit (lockActiveTeammate):
+ * it must be an active teammate, refused as a Send to it would be otherwise.
+ */
+export async function lockNewOwner(
+  tx: Queryable,
+  teamId: number,
+  name: string,
+): Promise<{ id: number; name: string }> {
+  const member = await lockActiveTeammate(tx, teamId, name);
+  if (member?.role === "observer") throw observerNotAddressable(name);
+  if (member?.status !== "active") throw unknownRecipient(name, member !== undefined);
+  return member;
+}
+
+/**
+ * Moves a locked task to its new state and owner, and cancels the task's other pending
+ * requests (a handoff pending while the result is signed off, a sign-off pending while the
+ * task is handed off): they asked about an owner or a state that is gone. Each party of a
+ * canceled request but the member making this change gets a request_update saying why.
+ */
+export async function moveTaskAndSettle(
+  tx: Queryable,
+  q: {
+    task: TaskRow;
+    to: { state: TaskState; ownerId: number | null };
+    /** The request this change answers or records: not canceled. */
+    requestId: string;
+    actorId: number;
+    why: string;
+    aftermath: Aftermath;
+  },
+): Promise<void> {
+  if (!(await moveTask(tx, q.task, q.to))) {
+    // The task's row lock is held: nothing can have moved it since it was read.
+    throw new Error(`task ${q.task.taskId} moved under its row lock`);
+  }
+  for (const other of await lockPendingRequestsOfTask(tx, q.task.teamId, q.task.taskId)) {
+    if (other.id === q.requestId) continue;
+    await cancelForTask(tx, other, q.actorId, q.why, q.aftermath);
+  }
+}
+
+async function cancelForTask(
+  tx: Queryable,
+  request: RequestRow,
+  actorId: number,
+  why: string,
+  aftermath: Aftermath,
+): Promise<void> {
+  if (!(await finishRequest(tx, request.id, "canceled", null))) return;
+  aftermath.requestIds.push(request.id);
+  const detail = `request ${request.id} was canceled by the server: ${why}`;
+  for (const party of ["requester", "addressee"] as const) {
+    const id = party === "requester" ? request.fromId : request.toId;
+    if (id === actorId) continue;
+    const delivery = await deliverRequestUpdate(tx, request, "canceled", party, detail);
+    if (delivery) aftermath.deliveries.push(delivery);
+  }
+}
+
+/**
+ * The plan of an answer to a task protocol's request (task_claim, task_handoff,
+ * result_signoff): inside the send's transaction the task's row is locked before the
+ * request's, answerRequest checks the stateful rules and moves the request, and on a yes
+ * `onYes` moves the locked task (collecting what else it changed); after commit the
+ * request's waiters and every inbox written to are woken.
+ */
+export function taskAnswerPlan(q: {
+  kind: "task_claim" | "task_handoff" | "result_signoff";
+  input: SendCall;
+  /** The answer as stored (trimmed). */
+  message: Message;
+  requestId: string;
+  yes: boolean;
+  onYes: (tx: Queryable, request: RequestRow, task: TaskRow, aftermath: Aftermath) => Promise<void>;
+}): SendPlan {
+  const aftermath = emptyAftermath();
+  const teamId = q.input.caller.teamId;
+  return {
+    message: q.message,
+    requestId: q.requestId,
+    async beforeAppend(tx) {
+      const taskId = await taskIdOfRequest(tx, teamId, q.requestId);
+      // No such request, or one of another protocol: answerRequest refuses it (unknown-request).
+      const task = taskId ? await lockTask(tx, teamId, taskId) : undefined;
+      await answerRequest(tx, {
+        kind: q.kind,
+        input: q.input,
+        requestId: q.requestId,
+        approve: q.yes,
+        message: q.message,
+        onDecided: async (tx2, request) => {
+          if (!q.yes) return;
+          if (!task)
+            throw new Error(`request ${request.id} names task ${taskId}, which has no row`);
+          await q.onYes(tx2, request, task, aftermath);
+        },
+      });
+    },
+    afterCommit(effects) {
+      effects.waiters.notify(q.requestId);
+      wakeAftermath(effects, aftermath);
+    },
+  };
+}
