@@ -35,6 +35,8 @@ import {
 import { runBaseline } from "./scenarios/baseline.js";
 import type { ScenarioContext } from "./scenarios/context.js";
 import { runFanout } from "./scenarios/fanout.js";
+import { runH2loadThroughput } from "./scenarios/h2load.js";
+import { runH2loadLatency } from "./scenarios/h2load-latency.js";
 import { runLatency } from "./scenarios/latency.js";
 import { runMemory } from "./scenarios/memory.js";
 import { runProtocol } from "./scenarios/protocol.js";
@@ -185,6 +187,8 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     protocol: { status: "skipped" },
     memory: { status: "skipped" },
     stalled: { status: "skipped" },
+    h2load: { status: "skipped" },
+    "h2load-latency": { status: "skipped" },
   };
 
   const context = (server: BenchServer, signal: AbortSignal): ScenarioContext => ({
@@ -196,9 +200,9 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     log,
     signal,
   });
-  const onMain = (["latency", "throughput", "fanout", "protocol"] as const).filter((n) =>
-    options.only.has(n),
-  );
+  const onMain = (
+    ["latency", "throughput", "fanout", "protocol", "h2load", "h2load-latency"] as const
+  ).filter((n) => options.only.has(n));
   if (onMain.length > 0) {
     const cpuProfileDir = options.cpuProfile ? join(workDir, "cpu-profiles") : undefined;
     const server = await startServer(target, workDir, "main", cleanups, { cpuProfileDir });
@@ -217,6 +221,16 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     );
     scenarios.protocol = await runScenario("protocol", options, p.protocol.budgetMs, (signal) =>
       runProtocol(context(server, signal)),
+    );
+    // h2load last: its floors are processes of their own, started and stopped in the scenario.
+    scenarios["h2load-latency"] = await runScenario(
+      "h2load-latency",
+      options,
+      p.h2loadLatency.budgetMs,
+      (signal) => runH2loadLatency(context(server, signal)),
+    );
+    scenarios.h2load = await runScenario("h2load", options, p.h2load.budgetMs, (signal) =>
+      runH2loadThroughput(context(server, signal)),
     );
     await server.stop();
     if (cpuProfileDir && options.cpuProfile) {
