@@ -9,7 +9,9 @@
  * Prints a table on stdout (progress on stderr) and writes JSON to bench/results/latest.json
  * (smoke: smoke.json).
  * The server runs as a child process (server/main.ts, its defaults), so its RSS is its own;
- * the load comes from this process over HTTP/2 (gRPC). Exits 1 if any scenario failed.
+ * the load comes from this process over HTTP/2 (gRPC), and in the h2load scenarios from h2load
+ * (Debian's nghttp2-client), with floor servers of bench/floors/ as processes of their own.
+ * Exits 1 if any scenario failed.
  */
 import { randomBytes } from "node:crypto";
 import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";

@@ -61,6 +61,7 @@ export interface H2loadResult {
 }
 
 const SEND_PATH = "/team.v1.TeamService/Send";
+const TARGET_ORDER: H2loadTarget[] = [...FLOORS, "send-refused", "send-spread", "send-one-inbox"];
 const GRPC_HEADERS = { "content-type": "application/grpc", te: "trailers" };
 const bearer = (token: string) => ({ ...GRPC_HEADERS, authorization: `Bearer ${token}` });
 
@@ -135,32 +136,30 @@ export async function runH2loadThroughput(ctx: ScenarioContext): Promise<H2loadR
             : ""),
       );
     };
-    for (const name of FLOORS) {
-      const floor = await startFloor(name);
-      try {
-        for (const shape of p.shapes) {
-          record(await measure(name, shape, [floorLoad], floor, ctx));
-        }
-      } finally {
-        await floor.stop();
-      }
-    }
     const ours: Endpoint = {
       url: ctx.url,
       cpuMs: ctx.serverCpuMs,
       counts: async () => sendCounts(await scrapeMetrics(ctx.url, signal)),
     };
-    for (const shape of p.shapes)
-      record(await measure("send-refused", shape, [refused], ours, ctx));
-    for (const shape of p.shapes) {
-      // One process per connection: h2load sends one body with one set of headers.
-      record(await measure("send-spread", shape, spread.slice(0, shape.connections), ours, ctx));
+    // Every floor is up for the whole scenario (an idle one costs nothing) and the targets
+    // take turns at each shape, so the figures a ratio compares are minutes apart at most
+    // on a machine whose load drifts.
+    const floors = await Promise.all(FLOORS.map((name) => startFloor(name)));
+    try {
+      for (const shape of p.shapes) {
+        for (const floor of floors)
+          record(await measure(floor.name, shape, [floorLoad], floor, ctx));
+        record(await measure("send-refused", shape, [refused], ours, ctx));
+        // One process per connection: h2load sends one body with one set of headers.
+        const n = shape.connections;
+        record(await measure("send-spread", shape, spread.slice(0, n), ours, ctx));
+        record(await measure("send-one-inbox", shape, oneInbox.slice(0, n), ours, ctx));
+      }
+    } finally {
+      await Promise.all(floors.map((f) => f.stop()));
     }
-    for (const shape of p.shapes) {
-      record(
-        await measure("send-one-inbox", shape, oneInbox.slice(0, shape.connections), ours, ctx),
-      );
-    }
+    const order = (r: H2loadThroughputRun) => TARGET_ORDER.indexOf(r.target);
+    runs.sort((a, b) => order(a) - order(b)); // reported by target, each at every shape
     return { h2loadVersion: version, shapes: p.shapes, runs };
   } finally {
     connections.close();
