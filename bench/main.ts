@@ -209,31 +209,22 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     const cpuProfileDir = options.cpuProfile ? join(workDir, "cpu-profiles") : undefined;
     const server = await startServer(target, workDir, "main", cleanups, { cpuProfileDir });
     const p = profile;
-    scenarios.latency = await runScenario("latency", options, p.latency.budgetMs, (signal) =>
-      runLatency(context(server, signal)),
-    );
-    scenarios.throughput = await runScenario(
-      "throughput",
-      options,
-      p.throughput.budgetMs,
-      (signal) => runThroughput(context(server, signal)),
-    );
-    scenarios.fanout = await runScenario("fanout", options, p.fanout.budgetMs, (signal) =>
-      runFanout(context(server, signal)),
-    );
-    scenarios.protocol = await runScenario("protocol", options, p.protocol.budgetMs, (signal) =>
-      runProtocol(context(server, signal)),
-    );
+    const onServer = <T>(
+      name: ScenarioName,
+      budgetMs: number,
+      run: (ctx: ScenarioContext) => Promise<T>,
+    ) => runScenario(name, options, budgetMs, (signal) => run(context(server, signal)));
+    scenarios.latency = await onServer("latency", p.latency.budgetMs, runLatency);
+    scenarios.throughput = await onServer("throughput", p.throughput.budgetMs, runThroughput);
+    scenarios.fanout = await onServer("fanout", p.fanout.budgetMs, runFanout);
+    scenarios.protocol = await onServer("protocol", p.protocol.budgetMs, runProtocol);
     // h2load last: its floors are processes of their own, started and stopped in the scenario.
-    scenarios["h2load-latency"] = await runScenario(
+    scenarios["h2load-latency"] = await onServer(
       "h2load-latency",
-      options,
       p.h2loadLatency.budgetMs,
-      (signal) => runH2loadLatency(context(server, signal)),
+      runH2loadLatency,
     );
-    scenarios.h2load = await runScenario("h2load", options, p.h2load.budgetMs, (signal) =>
-      runH2loadThroughput(context(server, signal)),
-    );
+    scenarios.h2load = await onServer("h2load", p.h2load.budgetMs, runH2loadThroughput);
     await server.stop();
     if (cpuProfileDir && options.cpuProfile) {
       await keepMainThreadProfile(cpuProfileDir, server.pid, options.cpuProfile);

@@ -89,6 +89,13 @@ export interface Profile {
   };
 }
 
+/** Issue #12's shapes: 1 connection; 64 connections x 1 stream; 4 connections x 32 streams. */
+const H2LOAD_SHAPES: H2loadShape[] = [
+  { connections: 1, streams: 1 },
+  { connections: 64, streams: 1 },
+  { connections: 4, streams: 32 },
+];
+
 export const FULL: Profile = {
   name: "full",
   concurrency: [1, 8, 64],
@@ -132,13 +139,9 @@ export const FULL: Profile = {
     budgetMs: 300_000,
   },
   baseline: { warmupSec: 1, measureSec: 5, batchRows: 1_000, batchRepeats: 7, budgetMs: 120_000 },
-  // The issue's three shapes; 6 targets x 3 shapes x 7 s, plus the floors' start.
+  // 6 targets x 3 shapes x 7 s, plus the floors' start.
   h2load: {
-    shapes: [
-      { connections: 1, streams: 1 },
-      { connections: 64, streams: 1 },
-      { connections: 4, streams: 32 },
-    ],
+    shapes: H2LOAD_SHAPES,
     warmupSec: 2,
     measureSec: 5,
     budgetMs: 300_000,
@@ -202,11 +205,7 @@ export const SMOKE: Profile = {
     budgetMs: 15_000,
   },
   h2load: {
-    shapes: [
-      { connections: 1, streams: 1 },
-      { connections: 64, streams: 1 },
-      { connections: 4, streams: 32 },
-    ],
+    shapes: H2LOAD_SHAPES,
     warmupSec: 0.1,
     measureSec: 0.3,
     budgetMs: 60_000,
