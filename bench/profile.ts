@@ -62,7 +62,7 @@ export interface Profile {
   /** The unary call driven by h2load, against the same-run floors (issue #12). */
   h2load: {
     shapes: H2loadShape[];
-    /** Each run is preceded by an unmeasured one this long (JIT, pools, caches). */
+    /** Each run is preceded by an unmeasured one this long (JIT, pools, caches); 0: none. */
     warmupSec: number;
     measureSec: number;
     budgetMs: number;
@@ -204,9 +204,14 @@ export const SMOKE: Profile = {
     batchRepeats: 2,
     budgetMs: 15_000,
   },
+  // Every code path at small shapes (a 64-connection run is 64 h2load processes), no warm-up.
   h2load: {
-    shapes: H2LOAD_SHAPES,
-    warmupSec: 0.1,
+    shapes: [
+      { connections: 1, streams: 1 },
+      { connections: 4, streams: 1 },
+      { connections: 2, streams: 4 },
+    ],
+    warmupSec: 0,
     measureSec: 0.3,
     budgetMs: 60_000,
   },

@@ -194,7 +194,7 @@ async function measure(
         }),
       ),
     );
-  await runAll(p.warmupSec * 1000);
+  if (p.warmupSec > 0) await runAll(p.warmupSec * 1000);
   const countsBefore = await endpoint.counts?.();
   const cpuBefore = await endpoint.cpuMs();
   const summaries = await runAll(p.measureSec * 1000);
