@@ -12,7 +12,7 @@
  *   http       server/http/: the wire plumbing (response fixes, body limits, keepalive), below
  *              the handlers, which read its context keys
  *   handlers   one file per group of RPCs
- *   streaming  the hand-written gRPC Subscribe
+ *   streaming  gRPC on the bare HTTP/2 stream: the call pipeline, Subscribe's own loop
  *   services   health, reflection, background jobs (retention), the /mcp endpoint
  *   app        app.ts and its configuration
  *   main       the process entry point

@@ -1,4 +1,4 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import { type ConnectRouter, createContextValues } from "@connectrpc/connect";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { type BacklogLimits, DEFAULT_BACKLOG_LIMITS } from "./domain/limits.js";
@@ -10,11 +10,16 @@ import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
 import { watchHandler } from "./handlers/watch.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { serveHealth } from "./health/health-service.js";
-import { createConnectAdapter, type NodeHandler } from "./http/connect-adapter.js";
+import {
+  ACCEPT_COMPRESSION,
+  createConnectAdapter,
+  type NodeHandler,
+} from "./http/connect-adapter.js";
 import { loadConsoleAssets } from "./http/console-assets.js";
 import type { RawStreams } from "./http/http-server.js";
 import { createOriginGuard } from "./http/origin-guard.js";
-import { contextValuesFor } from "./http/slow-consumer-guard.js";
+import { contextValuesFor, responseCutKey } from "./http/slow-consumer-guard.js";
+import { writePressureKey } from "./http/write-pressure.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
 import { createRequestWaiters, type RequestWaiters } from "./inbox/request-waiters.js";
@@ -36,6 +41,7 @@ import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol
 import { serveReflection } from "./reflection/server-reflection.js";
 import type { Database } from "./store/database.js";
 import { inboxBacklog, requestsByStatus } from "./store/metrics-queries.js";
+import { createGrpcCalls } from "./streaming/grpc-calls.js";
 import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.js";
 
 /** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
@@ -76,8 +82,12 @@ export interface AppOptions {
   inboxBacklog?: BacklogLimits;
   /** Subscriptions one member may hold open at once, per process. Default 16. */
   maxSubscriptionsPerMember?: number;
-  /** Serve gRPC Subscribe without connect-node's streaming pipeline. Default true. */
-  grpcSubscribeFastPath?: boolean;
+  /**
+   * Serve gRPC calls (every unary method, and Subscribe) on the bare HTTP/2 stream, through
+   * the same implementation and interceptors as connect-node but without its generic
+   * pipeline. false: every call through connect-node (GRPC_FAST_PATH=0). Default true.
+   */
+  grpcFastPath?: boolean;
   /** When set, GET /metrics needs it as a bearer token; unset, /metrics is open like health. */
   metricsToken?: string | undefined;
   /** Database pings behind health (defaults: every 2 s, a ping slower than 1 s fails). */
@@ -100,7 +110,7 @@ export interface App {
   nodeHandler(): NodeHandler;
   /**
    * HTTP/2 streams the app serves itself, before Node builds its compatibility objects
-   * (gRPC Subscribe, streaming/grpc-subscribe.ts): give it to the HTTP server as
+   * (gRPC calls of TeamService, streaming/grpc-calls.ts): give it to the HTTP server as
    * `rawStreams`. Undefined when the fast path is turned off.
    */
   rawStreams(): RawStreams | undefined;
@@ -268,19 +278,35 @@ export function createApp(options: AppOptions): App {
       };
     },
     rawStreams() {
-      if (options.grpcSubscribeFastPath === false) return undefined;
-      const fast = { db, cache: callers, touch, deliveries, logger, metrics };
-      return {
-        accepts: isGrpcSubscribe,
-        serve: (stream, headers, cut) => {
-          // It answers every error itself; what escapes is a bug: logged, the stream reset,
-          // the process kept.
-          serveGrpcSubscribe(stream, headers, cut, fast).catch((err: unknown) => {
-            logger.error({ event: "rpc_error", method: "Subscribe", err }, "stream handler failed");
-            stream.destroy();
-          });
+      if (options.grpcFastPath === false) return undefined;
+      const subscribeDeps = { db, cache: callers, touch, deliveries, logger, metrics };
+      return createGrpcCalls({
+        service: TeamService,
+        impl,
+        // The same array router.service() gets above: one pipeline for both paths.
+        pipeline: {
+          interceptors,
+          readMaxBytes: READ_MAX_BYTES,
+          acceptCompression: ACCEPT_COMPRESSION,
+          contextValues: (cut, pressure) =>
+            createContextValues().set(responseCutKey, cut).set(writePressureKey, pressure),
         },
-      };
+        handWritten: {
+          accepts: isGrpcSubscribe,
+          serve: (stream, headers, cut) => {
+            // It answers every error itself; what escapes is a bug: logged, the stream
+            // reset, the process kept.
+            serveGrpcSubscribe(stream, headers, cut, subscribeDeps).catch((err: unknown) => {
+              logger.error(
+                { event: "rpc_error", method: "Subscribe", err },
+                "stream handler failed",
+              );
+              stream.destroy();
+            });
+          },
+        },
+        logger,
+      });
     },
   };
   return app;

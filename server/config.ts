@@ -35,6 +35,8 @@ export interface Config {
   retentionIntervalMs: number;
   /** Web origins whose pages may call the service (CORS); empty: none but our own console. */
   consoleAllowedOrigins: string[];
+  /** gRPC calls on the bare HTTP/2 stream (the call pipeline); false: all through connect-node. */
+  grpcFastPath: boolean;
   logLevel: string;
 }
 
@@ -50,6 +52,14 @@ const wholeNumber =
     }
     return n;
   };
+
+/** 1 or 0 (also true / false). */
+const onOff = (name: string) => (value: string) => {
+  const v = value.trim().toLowerCase();
+  if (v === "1" || v === "true") return true;
+  if (v === "0" || v === "false") return false;
+  throw new InvalidArgumentError(`${name} must be 1 or 0, got "${value}"`);
+};
 
 const positiveInt = (name: string) => wholeNumber(name);
 // Request deadlines stay within the bounds a per-request ttl may take.
@@ -318,6 +328,15 @@ function createProgram(name = "team-protocols"): Command {
         .default([])
         .argParser(originList("CONSOLE_ALLOWED_ORIGINS")),
     )
+    .addOption(
+      new Option(
+        "--grpc-fast-path <on>",
+        "serve gRPC calls on the bare HTTP/2 stream (1) or all through connect-node (0)",
+      )
+        .env("GRPC_FAST_PATH")
+        .default(true)
+        .argParser(onOff("GRPC_FAST_PATH")),
+    )
     .addOption(new Option("--log-level <level>", "pino log level").env("LOG_LEVEL").default("info"))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
@@ -353,6 +372,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     journalRetentionDays: o.journalRetentionDays,
     retentionIntervalMs: o.retentionIntervalMs,
     consoleAllowedOrigins: o.consoleAllowedOrigins,
+    grpcFastPath: o.grpcFastPath,
     logLevel: o.logLevel,
   };
 }

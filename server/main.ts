@@ -38,6 +38,7 @@ export async function run(
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     consoleAllowedOrigins: config.consoleAllowedOrigins,
+    grpcFastPath: config.grpcFastPath,
     inboxBacklog: {
       maxMessages: config.maxInboxBacklog,
       maxBytes: config.maxInboxBacklogBytes,

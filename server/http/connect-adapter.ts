@@ -20,6 +20,12 @@ export type NodeRequest = http.IncomingMessage | http2.Http2ServerRequest;
 export type NodeResponse = http.ServerResponse | http2.Http2ServerResponse;
 export type NodeHandler = (req: NodeRequest, res: NodeResponse) => void;
 
+/**
+ * Request encodings accepted (and offered to responses), in connect-node's default order;
+ * the gRPC calls on the bare stream accept the same (streaming/grpc-calls.ts).
+ */
+export const ACCEPT_COMPRESSION = [compressionGzip, compressionBrotli];
+
 export interface ConnectAdapterOptions {
   /** The largest request message accepted (connect's readMaxBytes). */
   readMaxBytes: number;
@@ -62,8 +68,7 @@ export function createConnectAdapter(options: ConnectAdapterOptions): NodeHandle
   const { logger } = options;
   const router = createConnectRouter({
     readMaxBytes: options.readMaxBytes,
-    // connectNodeAdapter's default.
-    acceptCompression: [compressionGzip, compressionBrotli],
+    acceptCompression: ACCEPT_COMPRESSION,
   });
   options.routes(router);
   const handlers = new Map<string, UniversalHandler>();

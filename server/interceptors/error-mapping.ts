@@ -1,9 +1,16 @@
 import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
-import { DomainError, LimitError, type Refusal, RuleViolationError } from "../errors.js";
+import {
+  DomainError,
+  LimitError,
+  type Refusal,
+  RuleViolationError,
+  withoutStack,
+} from "../errors.js";
 import type { Logger } from "../logger.js";
 import { classifyDriverError, UncertainCommitError } from "../store/sql-errors.js";
+import { createRefusalLog, type RefusalLog } from "./refusal-log.js";
 import { retryInfo } from "./retry-info.js";
 
 const codeOf: Record<Refusal, Code> = {
@@ -58,7 +65,10 @@ export function toConnectError(err: unknown): ConnectError {
     if (err instanceof LimitError && err.retryAfterMs !== undefined) {
       details.push(retryInfo(err.retryAfterMs));
     }
-    return new ConnectError(err.message, codeOf[err.refusal], undefined, details, err);
+    // An answer, not a fault: no stack trace to capture (errors.ts says why).
+    return withoutStack(
+      () => new ConnectError(err.message, codeOf[err.refusal], undefined, details, err),
+    );
   }
   if (classifyDriverError(err) === "unavailable") {
     return new ConnectError(
@@ -75,10 +85,10 @@ export function toConnectError(err: unknown): ConnectError {
 }
 
 /**
- * The Connect error a call ends with, logged: a refusal is the client's business (one line
- * without a stack); anything else is ours (an error, with its cause). A call the client
- * abandoned (`aborted`) ends in whatever error the dead stream raised: a cancellation, not
- * a fault of ours.
+ * The Connect error a call ends with, logged: a refusal is the client's business (a line
+ * without a stack, at most one a second per method and code: refusal-log.ts); anything
+ * else is ours (an error, with its cause). A call the client abandoned (`aborted`) ends in
+ * whatever error the dead stream raised: a cancellation, not a fault of ours.
  */
 /**
  * A logged message is capped as the wire's is (patches/: 1024 characters): a refusal can quote
@@ -90,11 +100,15 @@ const loggable = (message: string) =>
     ? message
     : `${message.slice(0, MAX_LOGGED_MESSAGE)}… (truncated)`;
 
+/** One refusal log per logger (per app): kinds are counted across every path of a call. */
+const refusalLogs = new WeakMap<Logger, RefusalLog>();
+
 export function reportCallError(
   logger: Logger,
   method: string,
   err: unknown,
   aborted: boolean,
+  refusals: RefusalLog = refusalLogOf(logger),
 ): ConnectError {
   const ce =
     aborted && !(err instanceof DomainError)
@@ -106,9 +120,30 @@ export function reportCallError(
       loggable(ce.rawMessage),
     );
   } else {
-    logger.info({ event: "rpc_refused", method, code: Code[ce.code] }, loggable(ce.rawMessage));
+    // At most one line a second per method and code (refusal-log.ts says why).
+    const left = refusals.take(`${method} ${ce.code}`);
+    if (left !== undefined) {
+      logger.info(
+        {
+          event: "rpc_refused",
+          method,
+          code: Code[ce.code],
+          ...(left > 0 ? { alsoRefused: left } : {}),
+        },
+        loggable(ce.rawMessage),
+      );
+    }
   }
   return ce;
+}
+
+function refusalLogOf(logger: Logger): RefusalLog {
+  let log = refusalLogs.get(logger);
+  if (!log) {
+    log = createRefusalLog();
+    refusalLogs.set(logger, log);
+  }
+  return log;
 }
 
 /** Maps errors of unary calls and of streams (thrown mid-stream) alike, and logs them. */

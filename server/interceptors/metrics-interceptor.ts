@@ -34,7 +34,9 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
     const started = performance.now();
     try {
       const res = await next(req);
-      if (res.stream) return { ...res, message: countStreamEnd(res.message, metrics, method) };
+      if (res.stream) {
+        return { ...res, message: countStreamEnd(res.message, metrics, method, req.signal) };
+      }
       if (req.method === TeamService.method.send) {
         metrics.sendSeconds((performance.now() - started) / 1000);
       }
@@ -51,12 +53,17 @@ async function* countStreamEnd<T>(
   source: AsyncIterable<T>,
   metrics: Metrics,
   method: string,
+  signal: AbortSignal,
 ): AsyncGenerator<T> {
   // A stream the client leaves is closed by return(): neither ended nor thrown.
-  let outcome: unknown = new ConnectError("the client went away", Code.Canceled);
+  const gone = new ConnectError("the client went away", Code.Canceled);
+  let outcome: unknown = gone;
   try {
     yield* source;
-    outcome = undefined;
+    // A handler that ends its stream because the call's signal aborted (the client left,
+    // e.g. Subscribe's loop) is not a success either: counted as the gRPC fast path
+    // counts it (test/wire/call-pipeline.test.ts compares the two).
+    outcome = signal.aborted ? gone : undefined;
   } catch (err) {
     outcome = err;
     throw err;

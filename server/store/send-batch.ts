@@ -1,6 +1,6 @@
 import type { BacklogLimits } from "../domain/limits.js";
 import { BROADCAST } from "../domain/names.js";
-import type { Database } from "./database.js";
+import type { Database, Queryable } from "./database.js";
 import {
   type FullInbox,
   inboxBacklogFull,
@@ -10,15 +10,27 @@ import {
   type SendResult,
   unknownRecipient,
 } from "./send.js";
+import { claimKeys, KeyTaken, releaseKeys } from "./send-keys.js";
 
-/** A send the batch path takes: plain, no idempotency key, no protocol hooks (sender.ts). */
-export type BatchableSend = Pick<SendInput, "teamId" | "sender" | "to" | "kind" | "body">;
+/**
+ * A send the batch path takes: plain or with an idempotency key, no protocol hooks, no
+ * journal line (sender.ts).
+ */
+export type BatchableSend = Pick<
+  SendInput,
+  "teamId" | "sender" | "to" | "kind" | "body" | "messageId" | "fingerprint"
+>;
 
 /**
  * Stores many sends with ONE statement, which is its own transaction: one round trip and
  * one commit (one WAL flush) for the whole batch, whatever its size. Concurrent senders
  * share it: that is what lifts the hot inbox (a whole team reporting to its lead) past one
  * commit per message.
+ *
+ * A batch holding sends with a message_id is a transaction of two statements instead: their
+ * keys are claimed first (send-keys.ts), then the one statement stores the sends whose keys
+ * were free and records their results under their keys; a send whose key was taken stores
+ * nothing here and fails with KeyTaken, and the claims of refused sends are given back.
  *
  * In that statement: the senders are checked (still active: a token revoked on another
  * server process a moment ago may still be in this one's caller cache), the recipients
@@ -38,6 +50,30 @@ export async function sendBatch(
   db: Database,
   sends: BatchableSend[],
   backlog: BacklogLimits = NO_BACKLOG_LIMIT,
+): Promise<(SendResult | Error)[]> {
+  if (!sends.some((s) => s.messageId)) return storeBatch(db, sends, backlog);
+  return db.transaction(async (tx) => {
+    const free = await claimKeys(tx, sends);
+    const claimed = sends.filter((_, i) => free[i]);
+    const stored = claimed.length > 0 ? await storeBatch(tx, claimed, backlog) : [];
+    await releaseKeys(
+      tx,
+      claimed.filter((s, i) => s.messageId && stored[i] instanceof Error),
+    );
+    let next = 0;
+    return sends.map((s, i) =>
+      free[i]
+        ? (stored[next++] as SendResult | Error)
+        : new KeyTaken(`message_id "${s.messageId}" of ${s.sender.name} was taken`),
+    );
+  });
+}
+
+/** The one statement (see sendBatch). Keyed sends in it must have claimed their keys. */
+async function storeBatch(
+  db: Queryable,
+  sends: BatchableSend[],
+  backlog: BacklogLimits,
 ): Promise<(SendResult | Error)[]> {
   const rows = await db.query<{
     row_kind: "check" | "delivery" | "full";
@@ -130,11 +166,24 @@ export async function sendBatch(
      -- In seq order: each row draws its team-feed position (a column default) as it is
      -- inserted, so one inbox's rows of this batch take positions in seq order.
      stored AS (
-       INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body)
+       INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body,
+                             message_id)
        SELECT n.member_id, n.seq, ($1::int[])[n.idx::int], ($2::int[])[n.idx::int],
               ($3::text[])[n.idx::int], ($4::text[])[n.idx::int], ($5::text[])[n.idx::int],
-              ($6::bytea[])[n.idx::int]
+              ($6::bytea[])[n.idx::int], ($10::text[])[n.idx::int]
        FROM numbered n ORDER BY n.member_id, n.seq
+     ),
+     -- A keyed send's result under its key (claimed by this transaction's first statement),
+     -- shaped as send.ts records it, for a retry to replay. A keyed broadcast that reached
+     -- nobody keeps the claim's NULL, which a replay reads as no deliveries.
+     results AS (
+       UPDATE sends s SET deliveries = r.deliveries
+       FROM (SELECT idx, jsonb_agg(jsonb_build_object('memberId', member_id, 'to', name,
+                                                      'seq', seq::text) ORDER BY member_id)
+                        AS deliveries
+             FROM numbered GROUP BY idx) r
+       WHERE ($10::text[])[r.idx::int] IS NOT NULL
+         AND s.sender_id = ($2::int[])[r.idx::int] AND s.message_id = ($10::text[])[r.idx::int]
      )
      SELECT 'check' AS row_kind, idx, sender_status, target_status, target_role,
             NULL::int AS member_id, NULL::text AS name, NULL::bigint AS seq,
@@ -157,6 +206,7 @@ export async function sendBatch(
       sends.map((s) => s.body.length),
       backlog.maxMessages,
       backlog.maxBytes,
+      sends.map((s) => s.messageId || null),
     ],
   );
   const results: (SendResult | Error)[] = sends.map(() => ({

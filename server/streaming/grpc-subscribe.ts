@@ -2,7 +2,11 @@ import type http2 from "node:http2";
 import { gunzipSync } from "node:zlib";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import {
+  contentTypeProto,
+  parseTimeout,
+  setTrailerStatus,
+} from "@connectrpc/connect/protocol-grpc";
 import {
   SubscribeRequestSchema,
   SubscribeResponseSchema,
@@ -19,7 +23,7 @@ import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import type { Database } from "../store/database.js";
 
-const PATH = `/${TeamService.typeName}/${TeamService.method.subscribe.name}`;
+export const GRPC_SUBSCRIBE_PATH = `/${TeamService.typeName}/${TeamService.method.subscribe.name}`;
 const METHOD = `${TeamService.typeName}/${TeamService.method.subscribe.name}`;
 const METHOD_NAME = TeamService.method.subscribe.name;
 /** A SubscribeRequest is a few bytes; anything near this is not one. */
@@ -31,7 +35,7 @@ const MAX_REQUEST_BYTES = 64 * 1024;
  * compression) goes to connect-node as before.
  */
 export function isGrpcSubscribe(headers: http2.IncomingHttpHeaders): boolean {
-  if (headers[":method"] !== "POST" || headers[":path"] !== PATH) return false;
+  if (headers[":method"] !== "POST" || headers[":path"] !== GRPC_SUBSCRIBE_PATH) return false;
   const type = headers["content-type"];
   const encoding = headers["grpc-encoding"];
   return (
@@ -58,6 +62,14 @@ export interface GrpcSubscribeDeps {
  * same delivery loop (handlers/subscribe.ts) writes gRPC frames directly: a 5-byte prefix
  * and the protobuf message, then the status in the trailers, errors encoded by connect's own
  * gRPC helpers, so clients see exactly what connect-node would send.
+ *
+ * It is the one gRPC call not run through the app's interceptor array (grpc-calls.ts serves
+ * the others that way): through it (grpc-server-stream.ts) an idle stream held 20.6 KB of
+ * heap instead of 10.5 KB (docs/architecture.md, One call pipeline). So it does by hand what
+ * the interceptors would (authenticate, reportCallError, observeCallEnd; the send rate and
+ * the journal concern unary calls, and a stream's rules are checked by its handler, on
+ * both paths), and test/wire/call-pipeline.test.ts compares
+ * its answers with connect-node's like every other method's.
  */
 export async function serveGrpcSubscribe(
   stream: http2.ServerHttp2Stream,
@@ -74,7 +86,8 @@ export async function serveGrpcSubscribe(
     if (headersSent) return;
     headersSent = true;
     stream.respond(
-      { ":status": 200, "content-type": headers["content-type"] ?? "application/grpc" },
+      // What connect's gRPC handler answers for protobuf, whatever the request said.
+      { ":status": 200, "content-type": contentTypeProto },
       { waitForTrailers: true },
     );
   };

@@ -80,7 +80,7 @@ describeEachDatabase("group commit (many sends, one transaction)", (env) => {
     expect(await readInbox(env().db, of("a").id, 0n, 100)).toEqual([]);
   });
 
-  it("concurrent broadcasts, batched and with message_id (their own transactions), never deadlock; every inbox gap-free", async () => {
+  it("concurrent broadcasts, plain and with message_id (both group-committed, keyed ones in two statements), never deadlock; every inbox gap-free", async () => {
     const names = Array.from({ length: 16 }, (_, i) => `b${i}`);
     const t = await env().team(...names);
     await Promise.all(
@@ -89,7 +89,7 @@ describeEachDatabase("group commit (many sends, one transaction)", (env) => {
           await t.member(n).client.send({
             to: "*",
             message: text(`${n}:${i}`),
-            // Half the senders alternate between the two paths.
+            // Half the senders alternate between plain and keyed sends.
             messageId: k % 2 === 0 && i % 2 === 0 ? `${n}-${i}` : "",
           });
         }

@@ -1,0 +1,92 @@
+import type http2 from "node:http2";
+import type { DescService } from "@bufbuild/protobuf";
+import { createServiceImplSpec, type ServiceImpl } from "@connectrpc/connect";
+import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
+import { parseContentType } from "@connectrpc/connect/protocol-grpc";
+import type { RawStreams } from "../http/http-server.js";
+import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
+import type { Logger } from "../logger.js";
+import type { CallPipeline, GrpcMethod } from "./grpc-call-context.js";
+import { serveServerStream } from "./grpc-server-stream.js";
+import { serveUnary } from "./grpc-unary.js";
+
+export interface GrpcCallsOptions<S extends DescService> {
+  service: S;
+  /** The same implementation object connect-node's router serves (app.ts). */
+  impl: Partial<ServiceImpl<S>>;
+  pipeline: CallPipeline;
+  /**
+   * Streams served by their own code instead, when it accepts them: gRPC Subscribe, whose
+   * idle streams through the pipeline held twice the memory (grpc-subscribe.ts says why).
+   */
+  handWritten?: RawStreams;
+  logger: Logger;
+}
+
+/**
+ * gRPC calls of one service served on the bare HTTP/2 stream: every unary and
+ * server-streaming method the service's descriptor has (a method added to the proto is
+ * served without a line here), through the app's one call pipeline. A stream is taken when it is a POST to a method of
+ * the service with a gRPC content type (application/grpc, +proto, +json); everything else
+ * (Connect, gRPC-Web, other services such as health and reflection) goes to connect-node.
+ * A path under the service that names no method is answered 404 here, as connect-node's
+ * fallback does, without building Node's compatibility objects for it.
+ */
+export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions<S>): RawStreams {
+  const { pipeline, logger } = options;
+  const spec = createServiceImplSpec(options.service, options.impl);
+  const served = new Map<string, { proto: GrpcMethod; json: GrpcMethod }>();
+  for (const methodSpec of Object.values(spec.methods)) {
+    // Client and bidi streams (none in this service) are left to connect-node.
+    if (methodSpec.kind !== "unary" && methodSpec.kind !== "server_streaming") continue;
+    const serialization = createMethodSerializationLookup(methodSpec.method, undefined, undefined, {
+      readMaxBytes: pipeline.readMaxBytes,
+      writeMaxBytes: 0xffffffff,
+    });
+    served.set(`/${options.service.typeName}/${methodSpec.method.name}`, {
+      proto: { spec: methodSpec, serialization, binary: true },
+      json: { spec: methodSpec, serialization, binary: false },
+    });
+  }
+  const servicePrefix = `/${options.service.typeName}/`;
+  const methodPaths = new Set(options.service.methods.map((m) => `${servicePrefix}${m.name}`));
+  /** Served here: the methods above, and paths that name no method. */
+  const servedHere = (path: string) => served.has(path) || !methodPaths.has(path);
+  const report = (path: string | undefined, stream: http2.ServerHttp2Stream) => (err: unknown) => {
+    // Every call answers its own errors; what escapes is a bug: logged, the stream reset,
+    // the process kept.
+    logger.error({ event: "rpc_error", path, err }, "gRPC call handler failed");
+    stream.destroy();
+  };
+  return {
+    accepts(headers) {
+      if (options.handWritten?.accepts(headers)) return true;
+      if (headers[":method"] !== "POST") return false;
+      const path = headers[":path"];
+      if (path === undefined || !path.startsWith(servicePrefix) || !servedHere(path)) {
+        return false;
+      }
+      return parseContentType(headers["content-type"] ?? null) !== undefined;
+    },
+    serve(stream, headers, cut) {
+      if (options.handWritten?.accepts(headers)) {
+        options.handWritten.serve(stream, headers, cut);
+        return;
+      }
+      const path = headers[":path"] as string;
+      const method = served.get(path);
+      if (!method) {
+        // No such method (accepts() leaves the others to connect-node): what connect-node's
+        // fallback answers, and the body read and dropped.
+        if (stream.destroyed || stream.closed) return;
+        stream.respond({ ":status": 404 }, { endStream: true });
+        finishUnreadStreamBody(stream);
+        return;
+      }
+      const type = parseContentType(headers["content-type"] ?? null);
+      const chosen = type?.binary ? method.proto : method.json;
+      const serve = chosen.spec.kind === "unary" ? serveUnary : serveServerStream;
+      serve(stream, headers, cut, chosen, pipeline).catch(report(path, stream));
+    },
+  };
+}
