@@ -288,7 +288,7 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
       dbPoolSize: serverConfig.dbPoolSize,
       heartbeatIntervalMs: serverConfig.heartbeatIntervalMs,
       transport:
-        "gRPC over HTTP/2 (unary calls through connect-node, Subscribe on the bare stream), cleartext, loopback",
+        "gRPC on the bare HTTP/2 stream (unary and server streams; Connect and gRPC-Web through connect-node), cleartext, loopback",
     },
     targetsApplyTo: "a 2-core machine, real PostgreSQL, synchronous_commit on",
     scenarios,
