@@ -9,7 +9,9 @@
  * Prints a table on stdout (progress on stderr) and writes JSON to bench/results/latest.json
  * (smoke: smoke.json).
  * The server runs as a child process (server/main.ts, its defaults), so its RSS is its own;
- * the load comes from this process over HTTP/2 (gRPC). Exits 1 if any scenario failed.
+ * the load comes from this process over HTTP/2 (gRPC), and in the h2load scenarios from h2load
+ * (Debian's nghttp2-client), with floor servers of bench/floors/ as processes of their own.
+ * Exits 1 if any scenario failed.
  */
 import { randomBytes } from "node:crypto";
 import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
@@ -35,6 +37,8 @@ import {
 import { runBaseline } from "./scenarios/baseline.js";
 import type { ScenarioContext } from "./scenarios/context.js";
 import { runFanout } from "./scenarios/fanout.js";
+import { runH2loadThroughput } from "./scenarios/h2load.js";
+import { runH2loadLatency } from "./scenarios/h2load-latency.js";
 import { runLatency } from "./scenarios/latency.js";
 import { runMemory } from "./scenarios/memory.js";
 import { runProtocol } from "./scenarios/protocol.js";
@@ -185,6 +189,8 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     protocol: { status: "skipped" },
     memory: { status: "skipped" },
     stalled: { status: "skipped" },
+    h2load: { status: "skipped" },
+    "h2load-latency": { status: "skipped" },
   };
 
   const context = (server: BenchServer, signal: AbortSignal): ScenarioContext => ({
@@ -196,28 +202,29 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
     log,
     signal,
   });
-  const onMain = (["latency", "throughput", "fanout", "protocol"] as const).filter((n) =>
-    options.only.has(n),
-  );
+  const onMain = (
+    ["latency", "throughput", "fanout", "protocol", "h2load", "h2load-latency"] as const
+  ).filter((n) => options.only.has(n));
   if (onMain.length > 0) {
     const cpuProfileDir = options.cpuProfile ? join(workDir, "cpu-profiles") : undefined;
     const server = await startServer(target, workDir, "main", cleanups, { cpuProfileDir });
     const p = profile;
-    scenarios.latency = await runScenario("latency", options, p.latency.budgetMs, (signal) =>
-      runLatency(context(server, signal)),
+    const onServer = <T>(
+      name: ScenarioName,
+      budgetMs: number,
+      run: (ctx: ScenarioContext) => Promise<T>,
+    ) => runScenario(name, options, budgetMs, (signal) => run(context(server, signal)));
+    scenarios.latency = await onServer("latency", p.latency.budgetMs, runLatency);
+    scenarios.throughput = await onServer("throughput", p.throughput.budgetMs, runThroughput);
+    scenarios.fanout = await onServer("fanout", p.fanout.budgetMs, runFanout);
+    scenarios.protocol = await onServer("protocol", p.protocol.budgetMs, runProtocol);
+    // h2load last: its floors are processes of their own, started and stopped in the scenario.
+    scenarios["h2load-latency"] = await onServer(
+      "h2load-latency",
+      p.h2loadLatency.budgetMs,
+      runH2loadLatency,
     );
-    scenarios.throughput = await runScenario(
-      "throughput",
-      options,
-      p.throughput.budgetMs,
-      (signal) => runThroughput(context(server, signal)),
-    );
-    scenarios.fanout = await runScenario("fanout", options, p.fanout.budgetMs, (signal) =>
-      runFanout(context(server, signal)),
-    );
-    scenarios.protocol = await runScenario("protocol", options, p.protocol.budgetMs, (signal) =>
-      runProtocol(context(server, signal)),
-    );
+    scenarios.h2load = await onServer("h2load", p.h2load.budgetMs, runH2loadThroughput);
     await server.stop();
     if (cpuProfileDir && options.cpuProfile) {
       await keepMainThreadProfile(cpuProfileDir, server.pid, options.cpuProfile);
@@ -281,7 +288,7 @@ async function runBench(options: Options, cleanups: Cleanups): Promise<BenchRepo
       dbPoolSize: serverConfig.dbPoolSize,
       heartbeatIntervalMs: serverConfig.heartbeatIntervalMs,
       transport:
-        "gRPC over HTTP/2 (unary calls through connect-node, Subscribe on the bare stream), cleartext, loopback",
+        "gRPC on the bare HTTP/2 stream (unary and server streams; Connect and gRPC-Web through connect-node), cleartext, loopback",
     },
     targetsApplyTo: "a 2-core machine, real PostgreSQL, synchronous_commit on",
     scenarios,

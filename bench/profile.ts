@@ -3,6 +3,7 @@
  * with tiny counts (the whole run well under a minute) so CI keeps the bench working.
  * Every scenario has a count bound here and a time budget (budgetMs) it cannot exceed.
  */
+import type { H2loadShape } from "./scenarios/h2load.js";
 import type { StalledProfile } from "./scenarios/stalled.js";
 
 export interface Profile {
@@ -58,6 +59,26 @@ export interface Profile {
   };
   /** Stalled Subscribe streams of one member over a large backlog (issue #15 item 1). */
   stalled: StalledProfile;
+  /** The unary call driven by h2load, against the same-run floors (issue #12). */
+  h2load: {
+    shapes: H2loadShape[];
+    /** Each run is preceded by an unmeasured one this long (JIT, pools, caches); 0: none. */
+    warmupSec: number;
+    measureSec: number;
+    budgetMs: number;
+  };
+  /** Send -> delivered with h2load's rate mode as the sender (issue #12). */
+  h2loadLatency: {
+    ratePerSec: number;
+    /** One h2load process (one connection) per receiver, each at ratePerSec / receivers. */
+    receivers: number;
+    /** Streams one h2load connection may have in flight before it falls behind its rate. */
+    maxStreamsPerReceiver: number;
+    warmupSec: number;
+    measureSec: number;
+    drainMs: number;
+    budgetMs: number;
+  };
   baseline: {
     warmupSec: number;
     measureSec: number;
@@ -67,6 +88,13 @@ export interface Profile {
     budgetMs: number;
   };
 }
+
+/** Issue #12's shapes: 1 connection; 64 connections x 1 stream; 4 connections x 32 streams. */
+const H2LOAD_SHAPES: H2loadShape[] = [
+  { connections: 1, streams: 1 },
+  { connections: 64, streams: 1 },
+  { connections: 4, streams: 32 },
+];
 
 export const FULL: Profile = {
   name: "full",
@@ -111,6 +139,22 @@ export const FULL: Profile = {
     budgetMs: 300_000,
   },
   baseline: { warmupSec: 1, measureSec: 5, batchRows: 1_000, batchRepeats: 7, budgetMs: 120_000 },
+  // 6 targets x 3 shapes x 7 s, plus the floors' start.
+  h2load: {
+    shapes: H2LOAD_SHAPES,
+    warmupSec: 2,
+    measureSec: 5,
+    budgetMs: 300_000,
+  },
+  h2loadLatency: {
+    ratePerSec: 1_000,
+    receivers: 16,
+    maxStreamsPerReceiver: 64,
+    warmupSec: 2,
+    measureSec: 10,
+    drainMs: 20_000,
+    budgetMs: 120_000,
+  },
 };
 
 export const SMOKE: Profile = {
@@ -159,5 +203,25 @@ export const SMOKE: Profile = {
     batchRows: 1_000,
     batchRepeats: 2,
     budgetMs: 15_000,
+  },
+  // Every code path at small shapes (a 64-connection run is 64 h2load processes), no warm-up.
+  h2load: {
+    shapes: [
+      { connections: 1, streams: 1 },
+      { connections: 4, streams: 1 },
+      { connections: 2, streams: 4 },
+    ],
+    warmupSec: 0,
+    measureSec: 0.3,
+    budgetMs: 60_000,
+  },
+  h2loadLatency: {
+    ratePerSec: 1_000,
+    receivers: 4,
+    maxStreamsPerReceiver: 64,
+    warmupSec: 0.2,
+    measureSec: 0.3,
+    drainMs: 5_000,
+    budgetMs: 20_000,
   },
 };

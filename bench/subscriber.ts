@@ -1,5 +1,7 @@
 import type { Envelope } from "../gen/team/v1/records_pb.js";
-import { as, type TeamClient } from "./connections.js";
+import { within } from "./bounded.js";
+import { as, type Connections, type TeamClient } from "./connections.js";
+import { type BenchTeam, text } from "./teams.js";
 
 /** An open Subscribe stream, read in the background. */
 export interface OpenStream {
@@ -49,4 +51,32 @@ export function openStream(
     }
   })();
   return { firstEnvelope, ended, isOpen: () => open, close: () => controller.abort() };
+}
+
+/**
+ * Every teammate of `team` subscribed live, each stream calling `onEnvelope` with its
+ * teammate's index. Resolves once each stream has the lead's broadcast "ready": a broadcast
+ * reaches a stream only once it is registered, so then every one is live.
+ */
+export async function openLiveStreams(
+  team: BenchTeam,
+  listeners: Connections,
+  senders: Connections,
+  onEnvelope: (mate: number, envelope: Envelope, atMs: number) => void,
+  signal: AbortSignal,
+): Promise<OpenStream[]> {
+  const streams = team.teammates.map((mate, i) =>
+    openStream(listeners.client(i), mate.token, (env, at) => onEnvelope(i, env, at), {
+      afterSeq: 0n,
+      signal,
+    }),
+  );
+  await senders.client(0).send({ to: "*", message: text("ready") }, as(team.lead.token));
+  await within(
+    "every receiver's stream to be live",
+    10_000,
+    Promise.all(streams.map((s) => s.firstEnvelope)),
+    signal,
+  );
+  return streams;
 }

@@ -1,6 +1,7 @@
 import type { LatencySummary } from "../histogram.js";
 import type { BaselineResult, BaselineStatement } from "../scenarios/baseline.js";
 import type { LatencyRun } from "../scenarios/latency.js";
+import { h2loadFigures, h2loadLatencyFigures } from "./h2load-figures.js";
 import type { Figure, Limit, Scenarios } from "./types.js";
 
 /** The targets (2-core machine, real PostgreSQL, synchronous_commit on). */
@@ -41,6 +42,8 @@ export function buildFigures(s: Scenarios): Figure[] {
     ...protocolFigures(s, base),
     ...memoryFigures(s),
     ...stalledFigures(s),
+    ...h2loadFigures(s, base),
+    ...h2loadLatencyFigures(s, base),
   ];
 }
 

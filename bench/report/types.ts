@@ -2,6 +2,8 @@ import type { PgSettings } from "../baseline-db.js";
 import type { Machine } from "../machine.js";
 import type { BaselineResult } from "../scenarios/baseline.js";
 import type { FanoutResult } from "../scenarios/fanout.js";
+import type { H2loadResult } from "../scenarios/h2load.js";
+import type { H2loadLatencyResult } from "../scenarios/h2load-latency.js";
 import type { LatencyResult } from "../scenarios/latency.js";
 import type { MemoryResult } from "../scenarios/memory.js";
 import type { ProtocolResult } from "../scenarios/protocol.js";
@@ -22,6 +24,8 @@ export interface Scenarios {
   protocol: Outcome<ProtocolResult>;
   memory: Outcome<MemoryResult>;
   stalled: Outcome<StalledResult>;
+  h2load: Outcome<H2loadResult>;
+  "h2load-latency": Outcome<H2loadLatencyResult>;
 }
 
 export const SCENARIO_NAMES = [
@@ -32,6 +36,8 @@ export const SCENARIO_NAMES = [
   "protocol",
   "memory",
   "stalled",
+  "h2load",
+  "h2load-latency",
 ] as const satisfies readonly (keyof Scenarios)[];
 
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];

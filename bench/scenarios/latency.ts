@@ -1,10 +1,10 @@
 import { setMaxListeners } from "node:events";
 import { monitorEventLoopDelay } from "node:perf_hooks";
-import { sleep, within } from "../bounded.js";
+import { sleep } from "../bounded.js";
 import { as, Connections } from "../connections.js";
 import { LatencyHistogram, type LatencySummary, round } from "../histogram.js";
 import { type LoopDelay, summarizeLoopDelay } from "../loop-delay.js";
-import { openStream } from "../subscriber.js";
+import { openLiveStreams } from "../subscriber.js";
 import { type BenchTeam, createBenchTeam, text } from "../teams.js";
 import type { ScenarioContext } from "./context.js";
 
@@ -60,22 +60,13 @@ export async function runLatency(ctx: ScenarioContext): Promise<LatencyResult> {
     const team = await createBenchTeam(senders, ctx.runId, "latency", p.receivers, signal);
     // Each run installs its own handler; envelopes carry "<tag><index>" as their text.
     let onText: (value: string, atMs: number) => void = () => {};
-    const streams = team.teammates.map((mate, i) =>
-      openStream(
-        listeners.client(i),
-        mate.token,
-        (env, at) => {
-          if (env.message?.kind.case === "text") onText(env.message.kind.value, at);
-        },
-        { afterSeq: 0n, signal },
-      ),
-    );
-    // A broadcast reaches every stream only once it is registered: then all are live.
-    await senders.client(0).send({ to: "*", message: text("ready") }, as(team.lead.token));
-    await within(
-      "every receiver's stream to be live",
-      10_000,
-      Promise.all(streams.map((s) => s.firstEnvelope)),
+    const streams = await openLiveStreams(
+      team,
+      listeners,
+      senders,
+      (_, env, at) => {
+        if (env.message?.kind.case === "text") onText(env.message.kind.value, at);
+      },
       signal,
     );
     const runs: LatencyRun[] = [];

@@ -4,7 +4,9 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { SubscribeRequestSchema } from "../../gen/team/v1/team_service_pb.js";
 import { sleep, within } from "../bounded.js";
 import { as, Connections } from "../connections.js";
+import { grpcFrame } from "../h2load/grpc-body.js";
 import { median } from "../histogram.js";
+import { sampleValue, scrapeMetrics } from "../server-metrics.js";
 import type { BenchServer } from "../server-process.js";
 import { type BenchMember, createBenchTeam, text } from "../teams.js";
 
@@ -65,11 +67,6 @@ export const STALLED_VARIANTS = (streams: number, connections: number) => [
   },
 ];
 
-const scrapeValue = (text: string, sample: string): number => {
-  const line = text.split("\n").find((l) => l.startsWith(`${sample} `));
-  return line ? Number(line.slice(sample.length + 1)) : 0;
-};
-
 /**
  * The attack of issue #15 item 1, as found: one member opens `streams` Subscribe streams over
  * `connections` HTTP/2 connections and never reads (HTTP/2 windows stay at 0), over a backlog
@@ -110,14 +107,7 @@ export async function runStalled(
         ),
       );
     }
-    const metrics = async () => {
-      try {
-        return await (await fetch(`${server.url}/metrics`, { signal })).text();
-      } catch (err) {
-        const e = err as Error & { cause?: Error };
-        throw new Error(`GET /metrics: ${e.cause?.message ?? e.message}`);
-      }
-    };
+    const metrics = () => scrapeMetrics(server.url, signal);
     const medianRss = async () => {
       const samples: number[] = [];
       for (let i = 0; i < 5; i++) {
@@ -139,13 +129,13 @@ export async function runStalled(
       "the server to hold no subscription",
       30_000,
       (async () => {
-        while (scrapeValue(await metrics(), "team_subscriptions") > 0) await sleep(100, signal);
+        while (sampleValue(await metrics(), "team_subscriptions") > 0) await sleep(100, signal);
       })(),
       signal,
     );
     const before = await readRss();
-    const pagesBefore = scrapeValue(await metrics(), "team_subscribe_pages_read_total");
-    const refusedBefore = scrapeValue(
+    const pagesBefore = sampleValue(await metrics(), "team_subscribe_pages_read_total");
+    const refusedBefore = sampleValue(
       await metrics(),
       'team_refusals_total{rule="subscriptions-per-member",kind="limit"}',
     );
@@ -153,13 +143,9 @@ export async function runStalled(
     const started = performance.now();
     let refusedByMemberCap = 0;
     let endedOtherwise = 0;
-    const request = Buffer.concat([
-      Buffer.from([0, 0, 0, 0, 0]),
-      Buffer.from(
-        toBinary(SubscribeRequestSchema, create(SubscribeRequestSchema, { afterSeq: 0n })),
-      ),
-    ]);
-    request.writeUInt32BE(request.length - 5, 1);
+    const request = grpcFrame(
+      toBinary(SubscribeRequestSchema, create(SubscribeRequestSchema, { afterSeq: 0n })),
+    );
     for (let c = 0; c < p.connections; c++) {
       // The client's session may hold many streams' worth of headers (Node's default is 10 MB).
       const s = http2.connect(server.url, { maxSessionMemory: 1_000 });
@@ -200,8 +186,8 @@ export async function runStalled(
       (async () => {
         for (;;) {
           const now = await metrics();
-          held = scrapeValue(now, "team_subscriptions");
-          const blocked = scrapeValue(now, "team_subscribe_streams_blocked");
+          held = sampleValue(now, "team_subscriptions");
+          const blocked = sampleValue(now, "team_subscribe_streams_blocked");
           if (held + refusedByMemberCap + endedOtherwise >= p.streams && blocked === held) return;
           await sleep(250, signal);
         }
@@ -223,7 +209,7 @@ export async function runStalled(
       backlogMessages: p.backlogMessages,
       held,
       refusedByMemberCap:
-        scrapeValue(final, 'team_refusals_total{rule="subscriptions-per-member",kind="limit"}') -
+        sampleValue(final, 'team_refusals_total{rule="subscriptions-per-member",kind="limit"}') -
         refusedBefore,
       refusedSeenByClient: refusedByMemberCap,
       endedOtherwise,
@@ -231,8 +217,8 @@ export async function runStalled(
       rssAfterBytes: after.asIs,
       rssGrowthBytes: after.asIs - before.asIs,
       rssAfterGcGrowthBytes: after.afterGc - before.afterGc,
-      pageBytesHeld: scrapeValue(final, "team_subscribe_page_bytes_held"),
-      pagesRead: scrapeValue(final, "team_subscribe_pages_read_total") - pagesBefore,
+      pageBytesHeld: sampleValue(final, "team_subscribe_page_bytes_held"),
+      pagesRead: sampleValue(final, "team_subscribe_pages_read_total") - pagesBefore,
       otherMemberCallMs,
       openMs,
     };

@@ -89,7 +89,17 @@ describe("bench smoke", () => {
 
         const s = report.scenarios;
         expect(Object.keys(s).sort()).toEqual(
-          ["baseline", "fanout", "latency", "memory", "protocol", "stalled", "throughput"].sort(),
+          [
+            "baseline",
+            "fanout",
+            "latency",
+            "memory",
+            "protocol",
+            "stalled",
+            "throughput",
+            "h2load",
+            "h2load-latency",
+          ].sort(),
         );
         for (const [name, outcome] of Object.entries(s)) {
           expect(outcome.status, `${name}: ${JSON.stringify(outcome)}`).toBe("ok");
@@ -101,7 +111,9 @@ describe("bench smoke", () => {
           s.fanout.status !== "ok" ||
           s.protocol.status !== "ok" ||
           s.memory.status !== "ok" ||
-          s.stalled.status !== "ok"
+          s.stalled.status !== "ok" ||
+          s.h2load.status !== "ok" ||
+          s["h2load-latency"].status !== "ok"
         ) {
           return;
         }
@@ -161,13 +173,59 @@ describe("bench smoke", () => {
         expect(s.stalled.result.runs[0]?.held).toBe(16);
         expect(s.stalled.result.runs[1]?.held).toBe(s.stalled.result.runs[1]?.streams);
 
+        // h2load: every target at every shape; every call ended as intended, by the server's
+        // count where it keeps one (h2load sees HTTP 200 whatever the grpc-status).
+        // The smoke's shapes are small (the full run's are the issue's 1, 64 x 1 and 4 x 32).
+        const shapes = s.h2load.result.shapes.map((sh) => [sh.connections, sh.streams]);
+        expect(shapes).toEqual([
+          [1, 1],
+          [4, 1],
+          [2, 4],
+        ]);
+        const targets = [
+          "raw-http2",
+          "grpc-js",
+          "connect-node",
+          "send-refused",
+          "send-spread",
+          "send-one-inbox",
+        ];
+        expect(
+          s.h2load.result.runs.map((r) => [r.target, r.shape.connections, r.shape.streams]),
+        ).toEqual(targets.flatMap((t) => shapes.map((sh) => [t, ...sh])));
+        for (const run of s.h2load.result.runs) {
+          expect(run.failed, JSON.stringify(run)).toBe(0);
+          expect(run.wrongOutcome, JSON.stringify(run)).toBe(0);
+          expect(finite(run.callsPerSec)).toBe(true);
+          if (run.target.startsWith("send-")) {
+            const counted = run.serverCounted;
+            const intended = run.target === "send-refused" ? "invalidArgument" : "ok";
+            expect(counted?.[intended], JSON.stringify(run)).toBeGreaterThanOrEqual(run.calls);
+          }
+        }
+        const h2l = s["h2load-latency"].result;
+        expect(h2l.sent).toBeGreaterThan(0);
+        expect(h2l.answered, JSON.stringify(h2l)).toBe(h2l.sent);
+        // Every answered send is a stored one: a refused send answers HTTP 200 too.
+        expect(h2l.stored, JSON.stringify(h2l)).toBeGreaterThanOrEqual(h2l.answered);
+        expect(h2l.deliver.count).toBeLessThanOrEqual(h2l.answered);
+        expect(finite(h2l.deliver.p99Ms)).toBe(true);
+
         // Every figure is printable, and each target says whether it is met.
         expect(report.figures.length).toBeGreaterThan(0);
         for (const f of report.figures) {
           expect(f.figure).toEqual(expect.any(String));
           if (f.target) expect(typeof f.met, f.figure).toBe("boolean");
         }
-        for (const scenario of ["latency", "throughput", "fanout", "memory", "stalled"]) {
+        for (const scenario of [
+          "latency",
+          "throughput",
+          "fanout",
+          "memory",
+          "stalled",
+          "h2load",
+          "h2load-latency",
+        ]) {
           expect(
             report.figures.some((f) => f.scenario === scenario && f.target),
             `${scenario} has a figure with a target`,
