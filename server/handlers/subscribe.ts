@@ -18,6 +18,7 @@ import type { Database } from "../store/database.js";
 import { inboxPosition, type StoredMessage } from "../store/inbox.js";
 import { createInboxReader, type InboxReader } from "../store/read-batcher.js";
 import { toEnvelope } from "./convert.js";
+import { throwIfDeadlinePassed } from "./deadline.js";
 
 /** Rows read per query at most. */
 const BATCH = 256;
@@ -230,12 +231,19 @@ export function subscribeHandler(
   deliveries: Deliveries,
 ): Pick<ServiceImpl<typeof TeamService>, "subscribe"> {
   return {
-    subscribe(req, ctx) {
-      return deliveries(requireCaller(ctx.values), req, {
-        call: ctx.signal,
-        cut: ctx.values.get(responseCutKey),
-        pressure: ctx.values.get(writePressureKey),
-      });
+    async *subscribe(req, ctx) {
+      try {
+        yield* deliveries(requireCaller(ctx.values), req, {
+          call: ctx.signal,
+          cut: ctx.values.get(responseCutKey),
+          pressure: ctx.values.get(writePressureKey),
+        });
+      } catch (err) {
+        // The deadline aborted the call's signal: the loop ends with "canceled".
+        throwIfDeadlinePassed(ctx.signal);
+        throw err;
+      }
+      throwIfDeadlinePassed(ctx.signal);
     },
   };
 }

@@ -20,6 +20,7 @@ import { checkRules } from "../interceptors/rules/table.js";
 import type { Database } from "../store/database.js";
 import { currentSnapshot, readTeamFeed } from "../store/team-feed.js";
 import { toTeamEvent } from "./convert.js";
+import { throwIfDeadlinePassed } from "./deadline.js";
 
 /** Events and bytes of bodies read per query: bound the memory one stream holds. */
 const BATCH = 256;
@@ -113,6 +114,7 @@ export function watchHandler(
           if (woke === "ended") break;
           idle = woke === "timeout";
         }
+        throwIfDeadlinePassed(ctx.signal);
         const error = stream.endReason?.error;
         if (error) throw error;
       } finally {

@@ -110,8 +110,10 @@ export function reportCallError(
   aborted: boolean,
   refusals: RefusalLog = refusalLogOf(logger),
 ): ConnectError {
+  // A call whose deadline passed is aborted too, but its client is still there to be told.
+  const deadline = err instanceof ConnectError && err.code === Code.DeadlineExceeded;
   const ce =
-    aborted && !(err instanceof DomainError)
+    aborted && !(err instanceof DomainError) && !deadline
       ? new ConnectError("the client went away", Code.Canceled, undefined, undefined, err)
       : toConnectError(err);
   if (ce.code === Code.Internal || ce.code === Code.Unavailable) {

@@ -392,6 +392,14 @@ const CASES: Record<string, Case[]> = {
     },
     { name: "a teammate", call: (w) => ({ token: mate(w), message: input(S.watchTeam, {}) }) },
     { name: "no token", call: () => ({ message: input(S.watchTeam, {}) }) },
+    {
+      name: "a deadline already past",
+      call: (w) => ({
+        token: lead(w),
+        message: input(S.watchTeam, {}),
+        headers: { "grpc-timeout": "0n" },
+      }),
+    },
   ],
   // Not a method: answered as connect-node answers a path no RPC has.
   "(no such method)": [

@@ -1,0 +1,14 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/**
+ * A server stream whose loop ended because the call's deadline (grpc-timeout,
+ * connect-timeout-ms) passed must say so: ending it OK would tell the client the stream
+ * finished by itself. connect ends a stream with whatever the handler returns, and the
+ * deadline only aborts the call's signal, so each streaming handler calls this after its loop.
+ */
+export function throwIfDeadlinePassed(signal: AbortSignal): void {
+  const reason: unknown = signal.reason;
+  if (signal.aborted && reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) {
+    throw reason;
+  }
+}
