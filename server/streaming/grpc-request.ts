@@ -144,5 +144,8 @@ export function readOneMessage<I>(
     stream.once("end", onEnd);
     // Reset by the client before its body was in: the call ends through its own 'close'.
     stream.once("close", onEnd);
+    // The body may have ended before this read began (an empty one, with END_STREAM on the
+    // HEADERS frame, read by the time the handler asked): 'end' was then emitted already.
+    if (stream.readableEnded) onEnd();
   });
 }

@@ -272,6 +272,17 @@ const CASES: Record<string, Case[]> = {
     { name: "no token", call: () => ({ message: input(S.subscribe, {}) }) },
     { name: "unknown token", call: () => ({ token: BAD_TOKEN, message: input(S.subscribe, {}) }) },
     { name: "observer", call: (w) => ({ token: eye(w), message: input(S.subscribe, {}) }) },
+    {
+      // JSON is served by the shared pipeline, not Subscribe's own loop. The empty body had
+      // ended before the handler asked for its message, and the call got no answer (fuzz
+      // seed 853528500).
+      name: "JSON, no message",
+      call: (w) => ({
+        token: mate(w),
+        body: new Uint8Array(),
+        headers: { "content-type": "application/grpc+json" },
+      }),
+    },
   ],
   [S.readInbox.name]: [
     {
