@@ -312,10 +312,10 @@ export function createApp(options: AppOptions): App {
         },
         handWritten: {
           accepts: isGrpcSubscribe,
-          serve: (stream, headers, cut) => {
+          serve: (stream, headers, guard) => {
             // It answers every error itself; what escapes is a bug: logged, the stream
             // reset, the process kept.
-            serveGrpcSubscribe(stream, headers, cut, subscribeDeps).catch((err: unknown) => {
+            serveGrpcSubscribe(stream, headers, guard(), subscribeDeps).catch((err: unknown) => {
               logger.error(
                 { event: "rpc_error", method: "Subscribe", err },
                 "stream handler failed",

@@ -15,11 +15,15 @@ type Handler = (
 /** HTTP/2 streams a handler serves on the bare stream, without Node's req/res objects. */
 export interface RawStreams {
   accepts(headers: http2.IncomingHttpHeaders): boolean;
-  /** `cut` aborts when the slow-consumer guard cut the stream. */
+  /**
+   * `guard()` puts the slow-consumer guard on the stream's writes and returns the signal that
+   * aborts when the guard cut it; a call whose response is not written with write() (a unary
+   * answer is one end()) need not pay for it.
+   */
   serve(
     stream: http2.ServerHttp2Stream,
     headers: http2.IncomingHttpHeaders,
-    cut: AbortSignal,
+    guard: () => AbortSignal,
   ): void;
 }
 
@@ -155,7 +159,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       // A reset (the client cancelled, or the guard cut it) is an 'error' on a bare stream:
       // it ends the call through 'close', and must not end the process.
       stream.on("error", () => {});
-      raw.serve(stream, headers, guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])));
+      raw.serve(stream, headers, () =>
+        guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])),
+      );
     });
   }
   const metrics = options.metrics;

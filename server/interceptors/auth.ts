@@ -4,7 +4,7 @@ import { type Caller, callerKey } from "../caller.js";
 import { DomainError } from "../errors.js";
 import type { Database } from "../store/database.js";
 import { findMemberByTokenHash, touchMember } from "../store/members.js";
-import { hashToken, isWellFormedToken, secretsEqual } from "../tokens.js";
+import { isWellFormedToken, secretsEqual, tokenHashHex } from "../tokens.js";
 import type { CallerCache } from "./caller-cache.js";
 
 export interface AuthOptions {
@@ -48,13 +48,12 @@ export function authInterceptor(options: AuthOptions): Interceptor {
 
 async function resolveCaller(
   options: Pick<AuthOptions, "db" | "cache">,
-  tokenHash: Uint8Array,
+  key: string,
 ): Promise<Caller> {
-  const key = Buffer.from(tokenHash).toString("hex");
   const cached = options.cache?.get(key);
   if (cached) return cached;
   const epoch = options.cache?.epoch() ?? 0;
-  const member = await findMemberByTokenHash(options.db, tokenHash);
+  const member = await findMemberByTokenHash(options.db, Buffer.from(key, "hex"));
   if (!member) throw new DomainError("unauthenticated", "unknown token");
   if (member.status !== "active") {
     throw new DomainError(
@@ -92,7 +91,7 @@ export async function authenticate(
   if (!isWellFormedToken(token)) {
     throw new DomainError("unauthenticated", "malformed token: expected tp_ and 43 characters");
   }
-  return resolveCaller(options, hashToken(token));
+  return resolveCaller(options, tokenHashHex(token));
 }
 
 export function bearerToken(header: string | null | undefined): string | undefined {

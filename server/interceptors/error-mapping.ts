@@ -151,8 +151,15 @@ function refusalLogOf(logger: Logger): RefusalLog {
 /** Maps errors of unary calls and of streams (thrown mid-stream) alike, and logs them. */
 export function errorMappingInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
-    const method = `${req.service.typeName}/${req.method.name}`;
-    const mapped = (err: unknown) => reportCallError(logger, method, err, req.signal.aborted);
+    // Whether the client went away matters only for errors that are not answers; a refusal
+    // does not look, so a refused call never makes its lazy signal (streaming/grpc-call-context.ts).
+    const mapped = (err: unknown) =>
+      reportCallError(
+        logger,
+        `${req.service.typeName}/${req.method.name}`,
+        err,
+        !(err instanceof DomainError) && req.signal.aborted,
+      );
     try {
       const res = await next(req);
       if (!res.stream) return res;

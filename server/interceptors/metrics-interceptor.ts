@@ -4,6 +4,13 @@ import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { LimitError, RuleViolationError } from "../errors.js";
 import type { Metrics } from "../metrics/metrics.js";
 
+/** connect's snake_case code names ("invalid_argument"), made once instead of per call. */
+const codeNames: Partial<Record<Code, string>> = Object.fromEntries(
+  Object.values(Code)
+    .filter((code): code is Code => typeof code === "number")
+    .map((code) => [code, codeToString(code)]),
+);
+
 /**
  * Counts a call's end by method and code, and a refusal by its rule or limit. `err` is the
  * Connect error the call ended with (its cause the domain error that refused it), or
@@ -16,7 +23,7 @@ export function observeCallEnd(metrics: Metrics, method: string, err: unknown): 
     return;
   }
   const ce = ConnectError.from(err);
-  metrics.callEnded(method, codeToString(ce.code));
+  metrics.callEnded(method, codeNames[ce.code] ?? codeToString(ce.code));
   const cause = err instanceof RuleViolationError ? err : ce.cause;
   if (cause instanceof RuleViolationError) {
     metrics.refused(cause.rule, cause instanceof LimitError ? "limit" : "rule");

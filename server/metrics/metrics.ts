@@ -210,11 +210,22 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
   });
 
+  const callsByLabels = new Map<string, { inc(): void }>();
   return {
     // All instruments exist by now: the merged registry holds them and the process's.
     registry:
       options.defaultMetrics === false ? registry : Registry.merge([registry, processMetrics()]),
-    callEnded: (method, code) => calls.inc({ method, code }),
+    callEnded(method, code) {
+      // The child of each (method, code) pair, found once: inc({ ... }) hashes its labels
+      // on every call. The pairs are few (methods × codes), so the map stays small.
+      const key = `${method} ${code}`;
+      let child = callsByLabels.get(key);
+      if (child === undefined) {
+        child = calls.labels({ method, code });
+        callsByLabels.set(key, child);
+      }
+      child.inc();
+    },
     refused: (rule, kind) => refusals.inc({ rule, kind }),
     sendSeconds: (seconds) => sendLatency.observe(seconds),
     delivered: (sentAt) =>

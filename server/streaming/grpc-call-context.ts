@@ -1,10 +1,16 @@
 import type http2 from "node:http2";
 import type { DescMessage } from "@bufbuild/protobuf";
 import {
+  Code,
+  ConnectError,
   type ContextValues,
-  createHandlerContext,
+  type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
+  type StreamRequest,
+  type StreamResponse,
+  type UnaryRequest,
+  type UnaryResponse,
 } from "@connectrpc/connect";
 import {
   type Compression,
@@ -16,11 +22,15 @@ import {
   contentTypeProto,
   grpcStatusOk,
   headerAcceptEncoding,
+  headerContentType,
   headerEncoding,
   headerGrpcStatus,
   parseTimeout,
+  setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
 import type { WritePressure } from "../http/write-pressure.js";
+import { errorTrailerObject, nodeHeaders, setErrorTrailers } from "./grpc-response.js";
+import { RequestHeaders } from "./request-headers.js";
 
 /** What every gRPC call of the service shares: the app's one pipeline and the wire limits. */
 export interface CallPipeline {
@@ -42,51 +52,292 @@ export interface GrpcMethod {
   binary: boolean;
 }
 
+/** The reason a call's signal aborts with when its client reset the stream mid-call. */
+export const clientGone = () => new ConnectError("the client went away", Code.Canceled);
+
+/** What connect's deadline signal aborts with (protocol/signals.ts), for the same answer. */
+const deadlinePassed = () => new ConnectError("the operation timed out", Code.DeadlineExceeded);
+
+/** Aborts a finished call's signal: one shared reason spares an error per call. */
+const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);
+
 const one = (value: string | string[] | undefined): string | null =>
   value === undefined ? null : Array.isArray(value) ? (value[0] ?? null) : value;
 
 /**
- * A gRPC call's handler context, made from its request headers as connect's gRPC handler
- * makes it (protocol-grpc/handler-factory.ts): connect's createHandlerContext with the
- * caller's headers (pseudo-headers left out, as connect-node does; handed over as pairs, so
- * the call's one WHATWG Headers is made once), grpc-timeout, the response's content type
- * and, when one is negotiated, its grpc-encoding. `timeout.error` and `compression.error`
- * are the refusals connect raises before it reads the body.
+ * One gRPC call on the bare HTTP/2 stream: what connect's createHandlerContext makes for a
+ * call (protocol-grpc/handler-factory.ts), made of the request's headers the same way
+ * (grpc-timeout, grpc-encoding, grpc-accept-encoding, the response's content type), but with
+ * the parts most calls never touch made only when touched:
+ * - the AbortSignal: connect makes two AbortControllers per call and links them with
+ *   listeners; a Send never looks at its signal. Made on first use, it is aborted at once if
+ *   the client has already reset the stream, and from then on when it does; a deadline's timer
+ *   makes and aborts it when it fires;
+ * - the request headers (request-headers.ts);
+ * - the response headers and trailers: until a handler or interceptor asks for them, the
+ *   response goes out with fixed header objects (responseHeaderObject, okTrailerObject).
+ * The profile said why: a refused Send spent 11% of its CPU in createHandlerContext, most of
+ * it abort signals and Headers (bench:profile, issue #12).
  */
-export function createCallContext(
-  headers: http2.IncomingHttpHeaders,
-  method: GrpcMethod,
-  pipeline: CallPipeline,
-  values: ContextValues,
-) {
-  const requestHeader: [string, string][] = [];
-  for (const key in headers) {
-    if (key.charCodeAt(0) === 58 /* ":" */) continue;
-    const value = headers[key];
-    if (value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) requestHeader.push([key, v]);
-    else requestHeader.push([key, String(value)]);
+export class GrpcCall {
+  readonly values: ContextValues;
+  readonly requestHeader: Headers;
+  /** grpc-timeout: its error is the refusal connect raises before reading the body. */
+  readonly timeout: { timeoutMs?: number | undefined; error?: ConnectError | undefined };
+  /** grpc-encoding negotiated; its error is likewise raised before the body is read. */
+  readonly compression: {
+    request: Compression | null;
+    response: Compression | null;
+    error?: ConnectError | undefined;
+  };
+  readonly url: string;
+  #controller: AbortController | undefined;
+  #deadline: number | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #responseHeader: Headers | undefined;
+  #responseTrailer: Headers | undefined;
+
+  constructor(
+    readonly stream: http2.ServerHttp2Stream,
+    headers: http2.IncomingHttpHeaders,
+    readonly method: GrpcMethod,
+    pipeline: CallPipeline,
+    values: ContextValues,
+  ) {
+    this.values = values;
+    this.requestHeader = new RequestHeaders(headers) as unknown as Headers;
+    this.url = `http://${headers[":authority"] ?? ""}${headers[":path"] ?? ""}`;
+    this.timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
+    this.compression = compressionNegotiate(
+      pipeline.acceptCompression,
+      one(headers["grpc-encoding"]),
+      one(headers["grpc-accept-encoding"]),
+      headerAcceptEncoding,
+    );
+    const timeoutMs = this.timeout.timeoutMs;
+    if (timeoutMs !== undefined) {
+      this.#deadline = Date.now() + timeoutMs;
+      if (timeoutMs <= 0) this.abort(deadlinePassed());
+      else this.#timer = setTimeout(() => this.abort(deadlinePassed()), timeoutMs);
+    }
   }
-  const timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
-  const compression = compressionNegotiate(
-    pipeline.acceptCompression,
-    one(headers["grpc-encoding"]),
-    one(headers["grpc-accept-encoding"]),
-    headerAcceptEncoding,
-  );
-  const { spec, binary } = method;
-  const context = createHandlerContext({
-    service: spec.method.parent,
-    method: spec.method,
-    requestMethod: "POST",
-    protocolName: "grpc",
-    ...(timeout.timeoutMs === undefined ? {} : { timeoutMs: timeout.timeoutMs }),
-    requestHeader,
-    url: `http://${headers[":authority"] ?? ""}${headers[":path"] ?? ""}`,
-    responseHeader: { "content-type": binary ? contentTypeProto : contentTypeJson },
-    responseTrailer: { [headerGrpcStatus]: grpcStatusOk },
-    contextValues: values,
+
+  /** The call's signal (HandlerContext.signal), made on first use. */
+  get signal(): AbortSignal {
+    return this.#abortController().signal;
+  }
+
+  /** Aborts the call's signal (a deadline, the client gone); the first reason stays. */
+  abort(reason: unknown): void {
+    const controller = this.#abortController();
+    if (!controller.signal.aborted) controller.abort(reason);
+  }
+
+  /** The call is over: its deadline timer stops, a signal someone holds aborts. */
+  end(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#controller?.abort(CALL_ENDED);
+  }
+
+  /** Remaining time before the deadline (HandlerContext.timeoutMs). */
+  timeoutMs(): number | undefined {
+    return this.#deadline === undefined ? undefined : this.#deadline - Date.now();
+  }
+
+  get responseHeader(): Headers {
+    if (this.#responseHeader === undefined) {
+      this.#responseHeader = new Headers(this.#fixedHeader());
+    }
+    return this.#responseHeader;
+  }
+
+  get responseTrailer(): Headers {
+    this.#responseTrailer ??= new Headers({ [headerGrpcStatus]: grpcStatusOk });
+    return this.#responseTrailer;
+  }
+
+  /** The response headers for Node (without :status), fixed ones if nobody touched them. */
+  responseHeaderObject(): http2.OutgoingHttpHeaders {
+    return this.#responseHeader ? nodeHeaders(this.#responseHeader) : this.#fixedHeader();
+  }
+
+  /**
+   * The trailers for Node, as connect's gRPC handler ends a call: setTrailerStatus with the
+   * call's error (`failed`), or OK, on top of what a handler or interceptor put there.
+   */
+  trailerObject(failed?: { error: unknown }): http2.OutgoingHttpHeaders {
+    if (failed) {
+      if (this.#responseTrailer === undefined) return errorTrailerObject(failed.error);
+      setErrorTrailers(this.#responseTrailer, failed.error);
+      return nodeHeaders(this.#responseTrailer);
+    }
+    if (this.#responseTrailer === undefined) return OK_TRAILERS;
+    return nodeHeaders(setTrailerStatus(this.#responseTrailer, undefined));
+  }
+
+  /** The request the interceptors see for a unary call (connect's, with a lazy signal). */
+  unaryRequest(message: AnyMessage): UnaryRequest<DescMessage, DescMessage> {
+    return this.#request(false, message) as UnaryRequest<DescMessage, DescMessage>;
+  }
+
+  /** The request for a server-streaming call: `input` yields the one request message. */
+  streamRequest(input: AsyncIterable<AnyMessage>): StreamRequest<DescMessage, DescMessage> {
+    return this.#request(true, input) as StreamRequest<DescMessage, DescMessage>;
+  }
+
+  /** The implementation's answer as the interceptors see it; headers and trailers the call's. */
+  unaryResponse(message: AnyMessage): UnaryResponse<DescMessage, DescMessage> {
+    return this.#response(false, message) as UnaryResponse<DescMessage, DescMessage>;
+  }
+
+  streamResponse(messages: AsyncIterable<AnyMessage>): StreamResponse<DescMessage, DescMessage> {
+    return this.#response(true, messages) as StreamResponse<DescMessage, DescMessage>;
+  }
+
+  /**
+   * The HandlerContext the method's implementation gets, as connect's mergeRequest makes it
+   * from the call and the request the interceptors passed on; the signal and the response
+   * headers stay lazy.
+   */
+  handlerContext(req: {
+    service: HandlerContext["service"];
+    header: Headers;
+    contextValues: ContextValues;
+    readonly signal: AbortSignal;
+  }): HandlerContext {
+    const call = this;
+    return {
+      method: this.method.spec.method,
+      service: req.service,
+      requestMethod: "POST",
+      protocolName: "grpc",
+      url: this.url,
+      requestHeader: req.header,
+      values: req.contextValues,
+      timeoutMs: () => call.timeoutMs(),
+      get signal() {
+        return req.signal;
+      },
+      get responseHeader() {
+        return call.responseHeader;
+      },
+      get responseTrailer() {
+        return call.responseTrailer;
+      },
+    };
+  }
+
+  /**
+   * Takes the headers of the response the interceptors returned, when one of them replaced
+   * them (connect's copyHeaders); the call's own response needs nothing. A stream's are taken
+   * before its first message is written, its trailers (adoptTrailer) after the last.
+   */
+  adoptHeader(res: { header: Headers }): void {
+    if (res !== this.#ownResponse) copyHeaders(res.header, this.responseHeader);
+  }
+
+  adoptTrailer(res: { trailer: Headers }): void {
+    if (res !== this.#ownResponse) copyHeaders(res.trailer, this.responseTrailer);
+  }
+
+  #ownResponse: object | undefined;
+
+  #request(stream: boolean, message: unknown): object {
+    const call = this;
+    const spec = this.method.spec;
+    return {
+      [CALL]: call,
+      stream,
+      message,
+      method: spec.method,
+      service: spec.method.parent,
+      requestMethod: "POST",
+      url: this.url,
+      header: this.requestHeader,
+      contextValues: this.values,
+      get signal() {
+        return call.signal;
+      },
+    };
+  }
+
+  #response(stream: boolean, message: unknown): object {
+    const call = this;
+    const spec = this.method.spec;
+    this.#ownResponse = {
+      stream,
+      message,
+      method: spec.method,
+      service: spec.method.parent,
+      get header() {
+        return call.responseHeader;
+      },
+      get trailer() {
+        return call.responseTrailer;
+      },
+    };
+    return this.#ownResponse;
+  }
+
+  #abortController(): AbortController {
+    let controller = this.#controller;
+    if (controller === undefined) {
+      controller = new AbortController();
+      this.#controller = controller;
+      // Made after the client reset the stream: aborted at once, as it would have been.
+      if (this.stream.closed || this.stream.destroyed) controller.abort(clientGone());
+      else this.stream.once("close", () => this.abort(clientGone()));
+    }
+    return controller;
+  }
+
+  #fixedHeader(): Readonly<Record<string, string>> {
+    const response = this.compression.response;
+    if (response) {
+      return {
+        [headerContentType]: this.method.binary ? contentTypeProto : contentTypeJson,
+        [headerEncoding]: response.name,
+      };
+    }
+    return this.method.binary ? PROTO_HEADER : JSON_HEADER;
+  }
+}
+
+// Node copies header objects it is given (respond, sendTrailers), so these are shared.
+const PROTO_HEADER = Object.freeze({ [headerContentType]: contentTypeProto });
+const JSON_HEADER = Object.freeze({ [headerContentType]: contentTypeJson });
+const OK_TRAILERS = Object.freeze({ [headerGrpcStatus]: grpcStatusOk.toString() });
+
+type AnyMessage = import("@bufbuild/protobuf").MessageShape<DescMessage>;
+
+/** Where a request built by GrpcCall keeps its call, for the chain's innermost step. */
+const CALL = Symbol("team.grpcCall");
+
+/** The call a request of the bare-stream path belongs to (GrpcCall made the request). */
+export function callOf(req: object): GrpcCall {
+  const call = (req as { [CALL]?: GrpcCall })[CALL];
+  if (call === undefined) throw new Error("a request of the gRPC bare-stream path lost its call");
+  return call;
+}
+
+/**
+ * Wraps `next` in the interceptors, the first outermost, as connect's applyInterceptors
+ * (interceptor.ts) does; done once per method (see unaryChain).
+ */
+export function applyInterceptors<T>(next: T, interceptors: Interceptor[]): T {
+  let wrapped = next as unknown as Parameters<Interceptor>[0];
+  for (let i = interceptors.length - 1; i >= 0; i--) {
+    wrapped = (interceptors[i] as Interceptor)(wrapped);
+  }
+  return wrapped as unknown as T;
+}
+
+/** connect's copyHeaders (protocol/invoke-implementation.ts): `to` becomes `from`. */
+function copyHeaders(from: Headers, to: Headers): void {
+  if (from === to) return;
+  for (const key of [...to.keys()]) to.delete(key);
+  from.forEach((value, key) => {
+    to.set(key, value);
   });
-  if (compression.response) context.responseHeader.set(headerEncoding, compression.response.name);
-  return { context, timeout, compression };
 }

@@ -7,8 +7,17 @@ import type { RawStreams } from "../http/http-server.js";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
 import type { Logger } from "../logger.js";
 import type { CallPipeline, GrpcMethod } from "./grpc-call-context.js";
-import { serveServerStream } from "./grpc-server-stream.js";
-import { serveUnary } from "./grpc-unary.js";
+import {
+  type ServerStreamChain,
+  serverStreamChain,
+  serveServerStream,
+} from "./grpc-server-stream.js";
+import { serveUnary, type UnaryChain, unaryChain } from "./grpc-unary.js";
+
+/** A method as served here: unary or server streaming, its interceptor chain built once. */
+type ServedMethod =
+  | (GrpcMethod & { kind: "unary"; chain: UnaryChain })
+  | (GrpcMethod & { kind: "server_streaming"; chain: ServerStreamChain });
 
 export interface GrpcCallsOptions<S extends DescService> {
   service: S;
@@ -35,17 +44,28 @@ export interface GrpcCallsOptions<S extends DescService> {
 export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions<S>): RawStreams {
   const { pipeline, logger } = options;
   const spec = createServiceImplSpec(options.service, options.impl);
-  const served = new Map<string, { proto: GrpcMethod; json: GrpcMethod }>();
+  const served = new Map<string, { proto: ServedMethod; json: ServedMethod }>();
   for (const methodSpec of Object.values(spec.methods)) {
-    // Client and bidi streams (none in this service) are left to connect-node.
-    if (methodSpec.kind !== "unary" && methodSpec.kind !== "server_streaming") continue;
     const serialization = createMethodSerializationLookup(methodSpec.method, undefined, undefined, {
       readMaxBytes: pipeline.readMaxBytes,
       writeMaxBytes: 0xffffffff,
     });
+    let chained: Pick<ServedMethod, "kind" | "chain">;
+    if (methodSpec.kind === "unary") {
+      chained = { kind: "unary", chain: unaryChain(methodSpec, pipeline.interceptors) };
+    } else if (methodSpec.kind === "server_streaming") {
+      chained = {
+        kind: "server_streaming",
+        chain: serverStreamChain(methodSpec, pipeline.interceptors),
+      };
+    } else {
+      continue; // Client and bidi streams (none in this service) are left to connect-node.
+    }
+    const method = (binary: boolean) =>
+      ({ spec: methodSpec, serialization, binary, ...chained }) as ServedMethod;
     served.set(`/${options.service.typeName}/${methodSpec.method.name}`, {
-      proto: { spec: methodSpec, serialization, binary: true },
-      json: { spec: methodSpec, serialization, binary: false },
+      proto: method(true),
+      json: method(false),
     });
   }
   const servicePrefix = `/${options.service.typeName}/`;
@@ -68,9 +88,9 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
       }
       return parseContentType(headers["content-type"] ?? null) !== undefined;
     },
-    serve(stream, headers, cut) {
+    serve(stream, headers, guard) {
       if (options.handWritten?.accepts(headers)) {
-        options.handWritten.serve(stream, headers, cut);
+        options.handWritten.serve(stream, headers, guard);
         return;
       }
       const path = headers[":path"] as string;
@@ -85,8 +105,19 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
       }
       const type = parseContentType(headers["content-type"] ?? null);
       const chosen = type?.binary ? method.proto : method.json;
-      const serve = chosen.spec.kind === "unary" ? serveUnary : serveServerStream;
-      serve(stream, headers, cut, chosen, pipeline).catch(report(path, stream));
+      const call =
+        chosen.kind === "unary"
+          ? // A unary answer is written with end(), which the slow-consumer guard does not
+            // watch (it watches write()): no guard, and no cut signal that could never abort.
+            serveUnary(
+              stream,
+              headers,
+              chosen,
+              pipeline,
+              pipeline.contextValues(undefined, undefined),
+            )
+          : serveServerStream(stream, headers, guard(), chosen, pipeline);
+      call.catch(report(path, stream));
     },
   };
 }

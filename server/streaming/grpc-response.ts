@@ -31,6 +31,30 @@ export function setErrorTrailers(trailer: Headers, error: unknown): void {
   );
 }
 
+/**
+ * The same trailers as a Node header object, written straight into it: connect's
+ * setTrailerStatus only calls set() and append() on its target, so a plain object that does
+ * what Headers' set and append do (names lowercased, repeated values joined with ", ") gets
+ * what nodeHeaders() of a Headers would give, without the Headers (undici converts and
+ * validates every name and value, and forEach sorts them). For a call whose trailers no
+ * handler touched: the common refusal.
+ */
+export function errorTrailerObject(error: unknown): http2.OutgoingHttpHeaders {
+  const out: Record<string, string> = {};
+  const target: Pick<Headers, "set" | "append"> = {
+    set(name, value) {
+      out[name.toLowerCase()] = value;
+    },
+    append(name, value) {
+      const key = name.toLowerCase();
+      const had = out[key];
+      out[key] = had === undefined ? value : `${had}, ${value}`;
+    },
+  };
+  setErrorTrailers(target as Headers, error);
+  return out;
+}
+
 /** WHATWG headers as Node's HTTP/2 header object. */
 export function nodeHeaders(headers: Headers): http2.OutgoingHttpHeaders {
   const out: http2.OutgoingHttpHeaders = {};
@@ -41,9 +65,12 @@ export function nodeHeaders(headers: Headers): http2.OutgoingHttpHeaders {
 }
 
 /** Sends the response headers now (once), unless the stream is gone. */
-export function sendHeaders(stream: http2.ServerHttp2Stream, header: Headers): void {
+export function sendHeaders(
+  stream: http2.ServerHttp2Stream,
+  header: http2.OutgoingHttpHeaders,
+): void {
   if (stream.headersSent || stream.destroyed || stream.closed) return;
-  stream.respond({ ":status": 200, ...nodeHeaders(header) }, { waitForTrailers: true });
+  stream.respond({ ":status": 200, ...header }, { waitForTrailers: true });
 }
 
 /**
@@ -53,14 +80,13 @@ export function sendHeaders(stream: http2.ServerHttp2Stream, header: Headers): v
  */
 export function endResponse(
   stream: http2.ServerHttp2Stream,
-  header: Headers,
+  header: http2.OutgoingHttpHeaders,
   last: Uint8Array | undefined,
-  trailer: Headers,
+  trailers: http2.OutgoingHttpHeaders,
 ): void {
   if (stream.closed || stream.destroyed || stream.writableEnded) return;
   try {
     sendHeaders(stream, header);
-    const trailers = nodeHeaders(trailer);
     stream.once("wantTrailers", () => {
       try {
         stream.sendTrailers(trailers);

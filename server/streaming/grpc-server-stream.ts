@@ -1,54 +1,92 @@
 import type http2 from "node:http2";
-import { Code, ConnectError, type MethodImplSpec } from "@connectrpc/connect";
-import { transformInvokeImplementation } from "@connectrpc/connect/protocol";
+import { create, type DescMessage } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  type Interceptor,
+  type MethodImplSpec,
+  type StreamRequest,
+  type StreamResponse,
+} from "@connectrpc/connect";
 import { createWritePressure } from "../http/write-pressure.js";
-import { type CallPipeline, createCallContext, type GrpcMethod } from "./grpc-call-context.js";
+import {
+  applyInterceptors,
+  type CallPipeline,
+  callOf,
+  GrpcCall,
+  type GrpcMethod,
+} from "./grpc-call-context.js";
 import { readOneMessage } from "./grpc-request.js";
-import { endResponse, envelopeOf, sendHeaders, setErrorTrailers } from "./grpc-response.js";
-import { clientGone } from "./grpc-unary.js";
+import { endResponse, envelopeOf, sendHeaders } from "./grpc-response.js";
+
+type StreamSpec = MethodImplSpec & { kind: "server_streaming" };
+type AnyStreamRequest = StreamRequest<DescMessage, DescMessage>;
+type AnyStreamResponse = StreamResponse<DescMessage, DescMessage>;
+
+/** A server-streaming method's interceptor chain, built once (see unaryChain). */
+export type ServerStreamChain = (req: AnyStreamRequest) => Promise<AnyStreamResponse>;
+
+/**
+ * The app's interceptors around a server-streaming method's implementation, as connect's
+ * transformInvokeImplementation runs it (protocol/invoke-implementation.ts): the one request
+ * message is read inside the chain (so the interceptors see a body that does not decode, as
+ * on connect-node), then the implementation's messages are the response. Built once per
+ * method; connect's own wrapping put three more async generators (and their helpers'
+ * closures) around every stream, which an idle subscription holds for hours.
+ */
+export function serverStreamChain(
+  spec: StreamSpec,
+  interceptors: Interceptor[],
+): ServerStreamChain {
+  return applyInterceptors(async (req: AnyStreamRequest): Promise<AnyStreamResponse> => {
+    const call = callOf(req);
+    const input = await ensureSingle(req.message);
+    // The implementation may yield partial messages; the writer completes them (create()).
+    const messages = spec.impl(input, call.handlerContext(req)) as AsyncIterable<never>;
+    return call.streamResponse(messages);
+  }, interceptors) as ServerStreamChain;
+}
 
 /**
  * One server-streaming gRPC call (Subscribe, WatchTeam) on the bare HTTP/2 stream, through
- * connect's own transformInvokeImplementation with the app's interceptor array, as connect's
- * gRPC handler runs it: the request message is read inside the chain (so the interceptors
- * see a body that does not decode, as on connect-node), the headers go out with the first
- * message, each message is one envelope, the status is in the trailers.
+ * the app's interceptor array (serverStreamChain), as connect's gRPC handler runs it: the
+ * headers go out with the first message, each message is one envelope, the status is in the
+ * trailers.
  *
  * What a slow stream holds: the next message is pulled from the handler only once the last
  * was written out (or the stream drained), and a write the stream does not accept at once
  * is reported to the handler through its write pressure (handlers/subscribe.ts then lets
  * go of the rest of its page). Without connect-node's pipe of transforms, an idle stream
- * holds its handler's generator, the interceptors' wrappers and this frame.
+ * holds its handler's generator, the interceptors' wrappers, its GrpcCall and this frame.
  */
 export async function serveServerStream(
   stream: http2.ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
   cut: AbortSignal | undefined,
-  method: GrpcMethod,
+  method: GrpcMethod & { chain: ServerStreamChain },
   pipeline: CallPipeline,
 ): Promise<void> {
   const { spec, serialization, binary } = method;
   const pressure = createWritePressure();
-  const { context, timeout, compression } = createCallContext(
+  const call = new GrpcCall(
+    stream,
     headers,
     method,
     pipeline,
     pipeline.contextValues(cut, pressure),
   );
-  const onClose = () => context.abort(clientGone());
-  stream.once("close", onClose);
   let read = false;
   const input: AsyncIterable<unknown> = {
     [Symbol.asyncIterator]: () => ({
       next: async () => {
         // Refused before the body is read, as connect does (its transformPrepend).
-        if (compression.error) throw compression.error;
-        if (timeout.error) throw timeout.error;
+        if (call.compression.error) throw call.compression.error;
+        if (call.timeout.error) throw call.timeout.error;
         if (read) return { done: true, value: undefined };
         read = true;
         const value = await readOneMessage(stream, {
           readMaxBytes: pipeline.readMaxBytes,
-          compression: compression.request,
+          compression: call.compression.request,
           parse: (data) => serialization.getI(binary).parse(data),
           kind: "server-streaming",
         });
@@ -57,33 +95,52 @@ export async function serveServerStream(
     }),
   };
   const output = serialization.getO(binary);
+  const schema = spec.method.output;
+  let failed: { error: unknown } | undefined;
   try {
-    const messages = transformInvokeImplementation(
-      spec as MethodImplSpec,
-      context,
-      pipeline.interceptors,
-    )(input as AsyncIterable<never>);
-    for await (const message of messages) {
+    const res = await method.chain(call.streamRequest(input as AsyncIterable<never>));
+    call.adoptHeader(res);
+    for await (const message of res.message) {
       if (stream.destroyed || stream.closed) break;
-      sendHeaders(stream, context.responseHeader);
-      const bytes = await envelopeOf(output.serialize(message), compression.response);
+      if (!stream.headersSent) sendHeaders(stream, call.responseHeaderObject());
+      const bytes = await envelopeOf(
+        output.serialize(create(schema, message)),
+        call.compression.response,
+      );
       if (!stream.write(bytes)) {
         // Not taken at once: the handler lets go of what it holds, and is asked for the
         // next message only once the client reads again.
         pressure.blocked();
-        await drained(stream, context.signal);
+        await drained(stream, call.signal);
       }
     }
-  } catch (err) {
-    setErrorTrailers(context.responseTrailer, err);
-  } finally {
-    stream.off("close", onClose);
+    call.adoptTrailer(res);
+  } catch (error) {
+    failed = { error };
   }
-  endResponse(stream, context.responseHeader, undefined, context.responseTrailer);
-  context.abort(STREAM_ENDED);
+  endResponse(stream, call.responseHeaderObject(), undefined, call.trailerObject(failed));
+  call.end();
 }
 
-const STREAM_ENDED = new ConnectError("the stream has ended", Code.Canceled);
+/** connect's ensureSingle (protocol/invoke-implementation.ts): exactly one request message. */
+async function ensureSingle<T>(input: AsyncIterable<T>): Promise<T> {
+  const it = input[Symbol.asyncIterator]();
+  const first = await it.next();
+  if (first.done === true) {
+    throw new ConnectError(
+      "protocol error: missing input message for server-streaming method",
+      Code.Unimplemented,
+    );
+  }
+  const second = await it.next();
+  if (second.done !== true) {
+    throw new ConnectError(
+      "protocol error: received extra input message for server-streaming method",
+      Code.Unimplemented,
+    );
+  }
+  return first.value;
+}
 
 /** Waits until the client reads again (or the call ends). */
 function drained(stream: http2.ServerHttp2Stream, signal: AbortSignal): Promise<void> {

@@ -1,66 +1,87 @@
 import type http2 from "node:http2";
-import { Code, ConnectError, type MethodImplSpec } from "@connectrpc/connect";
-import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
-import { type CallPipeline, createCallContext, type GrpcMethod } from "./grpc-call-context.js";
+import { create, type DescMessage } from "@bufbuild/protobuf";
+import type {
+  ContextValues,
+  Interceptor,
+  MethodImplSpec,
+  UnaryRequest,
+  UnaryResponse,
+} from "@connectrpc/connect";
+import {
+  applyInterceptors,
+  type CallPipeline,
+  callOf,
+  GrpcCall,
+  type GrpcMethod,
+} from "./grpc-call-context.js";
 import { readOneMessage } from "./grpc-request.js";
-import { endResponse, envelopeOf, setErrorTrailers } from "./grpc-response.js";
+import { endResponse, envelopeOf } from "./grpc-response.js";
 
-/** The reason a call's signal aborts with when its client reset the stream mid-call. */
-export const clientGone = () => new ConnectError("the client went away", Code.Canceled);
+type UnarySpec = MethodImplSpec & { kind: "unary" };
+type AnyUnaryRequest = UnaryRequest<DescMessage, DescMessage>;
+type AnyUnaryResponse = UnaryResponse<DescMessage, DescMessage>;
+
+/** A unary method's interceptor chain, built once: the app's interceptors around the method. */
+export type UnaryChain = (req: AnyUnaryRequest) => Promise<AnyUnaryResponse>;
+
+/**
+ * The app's interceptor array around a unary method's implementation, as connect's
+ * invokeUnaryImplementation wraps it (protocol/invoke-implementation.ts), but once per method
+ * instead of once per call: the interceptors keep their state outside the function they
+ * return (send-rate's buckets, the journal's database), so one chain serves every call. The
+ * innermost step finds its call on the request (callOf) and gives the implementation the
+ * HandlerContext connect would (GrpcCall.handlerContext).
+ */
+export function unaryChain(spec: UnarySpec, interceptors: Interceptor[]): UnaryChain {
+  const output = spec.method.output;
+  return applyInterceptors(async (req: AnyUnaryRequest): Promise<AnyUnaryResponse> => {
+    const call = callOf(req);
+    const message = create(output, await spec.impl(req.message, call.handlerContext(req)));
+    return call.unaryResponse(message);
+  }, interceptors) as UnaryChain;
+}
 
 /**
  * One unary gRPC call on the bare HTTP/2 stream, through the same steps as connect's gRPC
- * handler (protocol-grpc/handler-factory.ts): the handler context from the request headers
- * (grpc-timeout, grpc-encoding, grpc-accept-encoding), the one request message, then
- * connect's own invokeUnaryImplementation with the app's interceptor array around the
- * method's implementation, and the response written with connect's envelope and trailer
- * helpers. What is left out is connect-node's generic machinery: the async-iterable pipe of
- * generators, the request's AbortController (its abort made a DOMException at every call's
- * end) and Node's compatibility objects.
+ * handler (protocol-grpc/handler-factory.ts): the call's context from the request headers
+ * (grpc-timeout, grpc-encoding, grpc-accept-encoding), the one request message, then the
+ * app's interceptor array around the method's implementation (unaryChain), and the response
+ * written with connect's envelope and trailer helpers. What is left out is connect-node's
+ * generic machinery: the async-iterable pipe of generators, two AbortControllers and three
+ * Headers per call (GrpcCall makes what a call uses, when it uses it) and Node's
+ * compatibility objects.
  */
 export async function serveUnary(
   stream: http2.ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
-  cut: AbortSignal | undefined,
-  method: GrpcMethod,
+  method: GrpcMethod & { chain: UnaryChain },
   pipeline: CallPipeline,
+  values: ContextValues,
 ): Promise<void> {
-  const { spec, serialization, binary } = method;
-  const { context, timeout, compression } = createCallContext(
-    headers,
-    method,
-    pipeline,
-    pipeline.contextValues(cut, undefined),
-  );
-  // The client reset the stream before the answer: the handler sees its signal abort.
-  const onClose = () => context.abort(clientGone());
-  stream.once("close", onClose);
+  const { serialization, binary } = method;
+  const call = new GrpcCall(stream, headers, method, pipeline, values);
   let last: Uint8Array | undefined;
+  let failed: { error: unknown } | undefined;
   try {
     // Refused before the body is read, as connect does (its transformPrepend).
-    if (compression.error) throw compression.error;
-    if (timeout.error) throw timeout.error;
+    if (call.compression.error) throw call.compression.error;
+    if (call.timeout.error) throw call.timeout.error;
     const input = await readOneMessage(stream, {
       readMaxBytes: pipeline.readMaxBytes,
-      compression: compression.request,
+      compression: call.compression.request,
       parse: (data) => serialization.getI(binary).parse(data),
       kind: "unary",
     });
-    const output = await invokeUnaryImplementation(
-      spec as MethodImplSpec & { kind: "unary" },
-      context,
-      input,
-      pipeline.interceptors,
+    const res = await method.chain(call.unaryRequest(input));
+    call.adoptHeader(res);
+    call.adoptTrailer(res);
+    last = await envelopeOf(
+      serialization.getO(binary).serialize(res.message),
+      call.compression.response,
     );
-    last = await envelopeOf(serialization.getO(binary).serialize(output), compression.response);
-  } catch (err) {
-    setErrorTrailers(context.responseTrailer, err);
-  } finally {
-    stream.off("close", onClose);
+  } catch (error) {
+    failed = { error };
   }
-  endResponse(stream, context.responseHeader, last, context.responseTrailer);
-  // Ends the deadline's timer, if any; the shared reason spares a DOMException per call.
-  if (timeout.timeoutMs !== undefined) context.abort(CALL_ENDED);
+  endResponse(stream, call.responseHeaderObject(), last, call.trailerObject(failed));
+  call.end();
 }
-
-const CALL_ENDED = new ConnectError("the call has ended", Code.Canceled);
