@@ -1,4 +1,4 @@
-import { type ConnectRouter, createContextValues } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
 import { type BacklogLimits, DEFAULT_BACKLOG_LIMITS } from "./domain/limits.js";
@@ -43,6 +43,7 @@ import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol
 import { serveReflection } from "./reflection/server-reflection.js";
 import type { Database } from "./store/database.js";
 import { inboxBacklog, requestsByStatus } from "./store/metrics-queries.js";
+import { CallValues } from "./streaming/call-values.js";
 import { createGrpcCalls } from "./streaming/grpc-calls.js";
 import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.js";
 
@@ -308,7 +309,7 @@ export function createApp(options: AppOptions): App {
           readMaxBytes: READ_MAX_BYTES,
           acceptCompression: ACCEPT_COMPRESSION,
           contextValues: (cut, pressure) =>
-            createContextValues().set(responseCutKey, cut).set(writePressureKey, pressure),
+            new CallValues().set(responseCutKey, cut).set(writePressureKey, pressure),
         },
         handWritten: {
           accepts: isGrpcSubscribe,

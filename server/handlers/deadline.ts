@@ -7,8 +7,14 @@ import { Code, ConnectError } from "@connectrpc/connect";
  * deadline only aborts the call's signal, so each streaming handler calls this after its loop.
  */
 export function throwIfDeadlinePassed(signal: AbortSignal): void {
+  const passed = deadlineError(signal);
+  if (passed) throw passed;
+}
+
+/** The deadline's error when the call's signal aborted because its deadline passed. */
+export function deadlineError(signal: AbortSignal): ConnectError | undefined {
   const reason: unknown = signal.reason;
-  if (signal.aborted && reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) {
-    throw reason;
-  }
+  return signal.aborted && reason instanceof ConnectError && reason.code === Code.DeadlineExceeded
+    ? reason
+    : undefined;
 }

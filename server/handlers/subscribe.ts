@@ -18,7 +18,7 @@ import type { Database } from "../store/database.js";
 import { inboxPosition, type StoredMessage } from "../store/inbox.js";
 import { createInboxReader, type InboxReader } from "../store/read-batcher.js";
 import { toEnvelope } from "./convert.js";
-import { throwIfDeadlinePassed } from "./deadline.js";
+import { deadlineError, throwIfDeadlinePassed } from "./deadline.js";
 
 /** Rows read per query at most. */
 const BATCH = 256;
@@ -135,6 +135,11 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
       }
       const error = subscription.endReason?.error;
       if (error) throw error;
+      // A stream whose deadline passed ends DeadlineExceeded, not OK (deadline.ts).
+      throwIfDeadlinePassed(signals.call);
+    } catch (err) {
+      // The deadline aborted the call's signal: the loop ends with "canceled", or throws.
+      throw deadlineError(signals.call) ?? err;
     } finally {
       if (state.blocked) metrics?.streamBlocked(-1);
       subscription.close();
@@ -226,24 +231,17 @@ function takeEnvelope(team: string, messages: StoredMessage[], i: number): Subsc
   });
 }
 
-/** Subscribe as a connect handler (Connect, gRPC-Web, and gRPC the fast path leaves alone). */
+/** Subscribe as a connect handler (every protocol, gRPC on the bare stream too). */
 export function subscribeHandler(
   deliveries: Deliveries,
 ): Pick<ServiceImpl<typeof TeamService>, "subscribe"> {
   return {
-    async *subscribe(req, ctx) {
-      try {
-        yield* deliveries(requireCaller(ctx.values), req, {
-          call: ctx.signal,
-          cut: ctx.values.get(responseCutKey),
-          pressure: ctx.values.get(writePressureKey),
-        });
-      } catch (err) {
-        // The deadline aborted the call's signal: the loop ends with "canceled".
-        throwIfDeadlinePassed(ctx.signal);
-        throw err;
-      }
-      throwIfDeadlinePassed(ctx.signal);
+    subscribe(req, ctx) {
+      return deliveries(requireCaller(ctx.values), req, {
+        call: ctx.signal,
+        cut: ctx.values.get(responseCutKey),
+        pressure: ctx.values.get(writePressureKey),
+      });
     },
   };
 }

@@ -10,6 +10,7 @@ import {
 } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { classifyDriverError, UncertainCommitError } from "../store/sql-errors.js";
+import { observeResponse } from "./observed-stream.js";
 import { createRefusalLog, type RefusalLog } from "./refusal-log.js";
 import { retryInfo } from "./retry-info.js";
 
@@ -163,20 +164,9 @@ export function errorMappingInterceptor(logger: Logger): Interceptor {
     try {
       const res = await next(req);
       if (!res.stream) return res;
-      return { ...res, message: mapStreamErrors(res.message, mapped) };
+      return observeResponse(res, { mapError: mapped });
     } catch (err) {
       throw mapped(err);
     }
   };
-}
-
-async function* mapStreamErrors<T>(
-  source: AsyncIterable<T>,
-  map: (err: unknown) => ConnectError,
-): AsyncGenerator<T> {
-  try {
-    yield* source;
-  } catch (err) {
-    throw map(err);
-  }
 }

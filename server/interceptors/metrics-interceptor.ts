@@ -3,6 +3,7 @@ import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { LimitError, RuleViolationError } from "../errors.js";
 import type { Metrics } from "../metrics/metrics.js";
+import { observeResponse } from "./observed-stream.js";
 
 /** connect's snake_case code names ("invalid_argument"), made once instead of per call. */
 const codeNames: Partial<Record<Code, string>> = Object.fromEntries(
@@ -42,7 +43,21 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
     try {
       const res = await next(req);
       if (res.stream) {
-        return { ...res, message: countStreamEnd(res.message, metrics, method, req.signal) };
+        return observeResponse(res, {
+          onEnd(end) {
+            // A stream the client leaves is closed by return(): neither ended nor thrown. A
+            // handler that ends its stream because the call's signal aborted (the client
+            // left, e.g. Subscribe's loop) is not a success either: counted as the gRPC fast
+            // path counts it (test/wire/call-pipeline.test.ts compares the two).
+            const outcome =
+              end.kind === "error"
+                ? end.error
+                : end.kind === "done" && !req.signal.aborted
+                  ? undefined
+                  : new ConnectError("the client went away", Code.Canceled);
+            observeCallEnd(metrics, method, outcome);
+          },
+        });
       }
       if (req.method === TeamService.method.send) {
         metrics.sendSeconds((performance.now() - started) / 1000);
@@ -54,27 +69,4 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
       throw err;
     }
   };
-}
-
-async function* countStreamEnd<T>(
-  source: AsyncIterable<T>,
-  metrics: Metrics,
-  method: string,
-  signal: AbortSignal,
-): AsyncGenerator<T> {
-  // A stream the client leaves is closed by return(): neither ended nor thrown.
-  const gone = new ConnectError("the client went away", Code.Canceled);
-  let outcome: unknown = gone;
-  try {
-    yield* source;
-    // A handler that ends its stream because the call's signal aborted (the client left,
-    // e.g. Subscribe's loop) is not a success either: counted as the gRPC fast path
-    // counts it (test/wire/call-pipeline.test.ts compares the two).
-    outcome = signal.aborted ? gone : undefined;
-  } catch (err) {
-    outcome = err;
-    throw err;
-  } finally {
-    observeCallEnd(metrics, method, outcome);
-  }
 }

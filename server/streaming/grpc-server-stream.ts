@@ -1,5 +1,5 @@
 import type http2 from "node:http2";
-import { create, type DescMessage } from "@bufbuild/protobuf";
+import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -22,6 +22,7 @@ import { endResponse, envelopeOf, sendHeaders } from "./grpc-response.js";
 type StreamSpec = MethodImplSpec & { kind: "server_streaming" };
 type AnyStreamRequest = StreamRequest<DescMessage, DescMessage>;
 type AnyStreamResponse = StreamResponse<DescMessage, DescMessage>;
+type AnyMessage = MessageShape<DescMessage>;
 
 /** A server-streaming method's interceptor chain, built once (see unaryChain). */
 export type ServerStreamChain = (req: AnyStreamRequest) => Promise<AnyStreamResponse>;
@@ -75,30 +76,12 @@ export async function serveServerStream(
     pipeline,
     pipeline.contextValues(cut, pressure),
   );
-  let read = false;
-  const input: AsyncIterable<unknown> = {
-    [Symbol.asyncIterator]: () => ({
-      next: async () => {
-        // Refused before the body is read, as connect does (its transformPrepend).
-        if (call.compression.error) throw call.compression.error;
-        if (call.timeout.error) throw call.timeout.error;
-        if (read) return { done: true, value: undefined };
-        read = true;
-        const value = await readOneMessage(stream, {
-          readMaxBytes: pipeline.readMaxBytes,
-          compression: call.compression.request,
-          parse: (data) => serialization.getI(binary).parse(data),
-          kind: "server-streaming",
-        });
-        return { done: false, value };
-      },
-    }),
-  };
+  const input = new OneRequestMessage(stream, call, pipeline.readMaxBytes);
   const output = serialization.getO(binary);
   const schema = spec.method.output;
   let failed: { error: unknown } | undefined;
   try {
-    const res = await method.chain(call.streamRequest(input as AsyncIterable<never>));
+    const res = await method.chain(call.streamRequest(input));
     call.adoptHeader(res);
     for await (const message of res.message) {
       if (stream.destroyed || stream.closed) break;
@@ -120,6 +103,42 @@ export async function serveServerStream(
   }
   endResponse(stream, call.responseHeaderObject(), undefined, call.trailerObject(failed));
   call.end();
+}
+
+/**
+ * The request's one message, as the chain's input: read from the stream when first asked
+ * for (inside the interceptors, as on connect-node), then done. A class, not an object of
+ * closures: the request holds it for as long as the stream is open.
+ */
+class OneRequestMessage implements AsyncIterableIterator<AnyMessage> {
+  #read = false;
+
+  constructor(
+    private readonly stream: http2.ServerHttp2Stream,
+    private readonly call: GrpcCall,
+    private readonly readMaxBytes: number,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<AnyMessage> {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<AnyMessage>> {
+    const { call } = this;
+    // Refused before the body is read, as connect does (its transformPrepend).
+    if (call.compression.error) throw call.compression.error;
+    if (call.timeout.error) throw call.timeout.error;
+    if (this.#read) return { done: true, value: undefined };
+    this.#read = true;
+    const { serialization, binary } = call.method;
+    const value = await readOneMessage(this.stream, {
+      readMaxBytes: this.readMaxBytes,
+      compression: call.compression.request,
+      parse: (data) => serialization.getI(binary).parse(data),
+      kind: "server-streaming",
+    });
+    return { done: false, value };
+  }
 }
 
 /** connect's ensureSingle (protocol/invoke-implementation.ts): exactly one request message. */

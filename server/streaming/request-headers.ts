@@ -38,7 +38,10 @@ export class RequestHeaders extends HeadersBase {
 
   override get(name: string): string | null {
     const raw = this.#raw;
-    if (raw === undefined || !isPlainName(name)) return this.#full().get(name);
+    if (raw === undefined || !isPlainName(name)) {
+      this.#full();
+      return super.get(name);
+    }
     const value = raw[name.toLowerCase()];
     if (value === undefined) return null;
     // Headers joins repeated values with ", " (Node gives them as an array).
@@ -47,7 +50,10 @@ export class RequestHeaders extends HeadersBase {
 
   override has(name: string): boolean {
     const raw = this.#raw;
-    if (raw === undefined || !isPlainName(name)) return this.#full().has(name);
+    if (raw === undefined || !isPlainName(name)) {
+      this.#full();
+      return super.has(name);
+    }
     return raw[name.toLowerCase()] !== undefined;
   }
 
@@ -67,7 +73,8 @@ export class RequestHeaders extends HeadersBase {
   }
 
   override getSetCookie(): string[] {
-    return this.#full().getSetCookie();
+    this.#full();
+    return super.getSetCookie();
   }
 
   override forEach(
@@ -99,9 +106,9 @@ export class RequestHeaders extends HeadersBase {
   }
 
   /** Copies Node's headers in, once; from then on this is a plain Headers. */
-  #full(): this {
+  #full(): void {
     const raw = this.#raw;
-    if (raw === undefined) return this;
+    if (raw === undefined) return;
     this.#raw = undefined;
     for (const key in raw) {
       if (key.charCodeAt(0) === 58 /* ":" */) continue;
@@ -110,7 +117,6 @@ export class RequestHeaders extends HeadersBase {
       if (Array.isArray(value)) for (const v of value) super.append(key, v);
       else super.append(key, String(value));
     }
-    return this;
   }
 }
 

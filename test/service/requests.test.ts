@@ -15,7 +15,7 @@ import {
   shutdownRequest,
   shutdownResponse,
 } from "../support/protocol-helpers.js";
-import { awaitingBeyond } from "../support/subscribed.js";
+import { awaitingAtMost, awaitingBeyond } from "../support/subscribed.js";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -274,6 +274,29 @@ describeEachDatabase(
           case: "planApprovalResponse",
           value: expect.objectContaining({ approve: true, feedback: "go" }),
         });
+      });
+
+      it("a caller that goes away (cancels its call) stops waiting at once, over every protocol", async () => {
+        // gRPC is served on the bare stream, where the call's signal is made only when the
+        // handler first asks for it (streaming/grpc-call-context.ts): the reset must still reach it.
+        for (const protocol of ["grpc", "connect", "grpc-web"] as const) {
+          const t = await env().team("alice");
+          const sent = await t.member("alice").client.send({
+            to: "team-lead",
+            message: planRequest("x"),
+          });
+          const before = env().app.waiters.size;
+          const cancel = new AbortController();
+          const waiting = env()
+            .client(t.member("alice").token, protocol)
+            .awaitRequest({ requestId: sent.requestId }, { signal: cancel.signal })
+            .catch((err: unknown) => err);
+          await awaitingBeyond(env().app, before);
+          cancel.abort();
+          expect(await waiting, protocol).toBeInstanceOf(Error);
+          // Released by the server, not by the request's 60 s default.
+          await awaitingAtMost(env().app, before);
+        }
       });
 
       it("returns a request that is no longer pending at once", async () => {

@@ -46,3 +46,12 @@ export async function awaitingBeyond(app: App, before: number): Promise<void> {
     () => `app.waiters.size is ${app.waiters.size}`,
   );
 }
+
+/** Resolves once at most `count` AwaitRequest callers wait in `app` (a waiter was released). */
+export async function awaitingAtMost(app: App, count: number): Promise<void> {
+  await until(
+    `at most ${count} parked AwaitRequest callers`,
+    () => app.waiters.size <= count,
+    () => `app.waiters.size is ${app.waiters.size}`,
+  );
+}
