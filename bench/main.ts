@@ -8,7 +8,7 @@
  *
  * Prints a table on stdout (progress on stderr) and writes JSON to bench/results/latest.json
  * (smoke: smoke.json).
- * The server runs as a child process (server/main.ts, its defaults), so its RSS is its own;
+ * The server runs as a child process (compiled, as `npm start` runs it; its defaults), so its RSS is its own;
  * the load comes from this process over HTTP/2 (gRPC), and in the h2load scenarios from h2load
  * (Debian's nghttp2-client), with floor servers of bench/floors/ as processes of their own.
  * Exits 1 if any scenario failed.

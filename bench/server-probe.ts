@@ -3,7 +3,7 @@ import { summarizeLoopDelay } from "./loop-delay.js";
 
 /**
  * Loaded into the servers the bench starts
- * (`node [--expose-gc] --import tsx --import ./bench/server-probe.ts server/main.ts`), so the
+ * (`node [--expose-gc] --import <the probe, compiled> dist/server/main.js`), so the
  * server's code is measured unchanged. On SIGUSR2: a full garbage collection (only where
  * --expose-gc is given: the memory scenario's server), then one JSON line with
  * process.memoryUsage() and the event loop's delay since the last report, which the bench

@@ -1,5 +1,10 @@
 import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import { mkdir, mkdtemp } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { buildServer } from "../scripts/build-server.js";
 import { configEnvNames } from "../server/config.js";
 import { cpuOf, rssOf, stopChild } from "./child-process.js";
 import type { LoopDelay } from "./loop-delay.js";
@@ -10,7 +15,33 @@ const START_TIMEOUT_MS = 30_000;
 // The server reads these; the bench sets them itself so the caller's shell cannot skew a run.
 const SERVER_ENV = configEnvNames();
 
-/** The real server (`server/main.ts`) as a child process: its own event loop and heap. */
+/**
+ * The server as `npm start` runs it (compiled by scripts/build-server.ts), and the probe
+ * beside it, built once per bench process into a folder of their own under .tmp/ (inside the
+ * project, so that the compiled files find node_modules), removed when the process exits.
+ */
+let built: Promise<{ main: string; probe: string }> | undefined;
+export function serverBuild(): Promise<{ main: string; probe: string }> {
+  built ??= (async () => {
+    await mkdir(join(repoRoot, ".tmp"), { recursive: true });
+    const dir = await mkdtemp(join(repoRoot, ".tmp", "bench-server-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    await buildServer(join(dir, "dist"));
+    const probe = join(dir, "server-probe.js");
+    await build({
+      entryPoints: [join(repoRoot, "bench", "server-probe.ts")],
+      outfile: probe,
+      bundle: true,
+      format: "esm",
+      platform: "node",
+      logLevel: "warning",
+    });
+    return { main: join(dir, "dist", "server", "main.js"), probe };
+  })();
+  return built;
+}
+
+/** The real server, as `npm start` runs it, as a child process: its own event loop and heap. */
 export interface BenchServer {
   readonly url: string;
   readonly pid: number;
@@ -43,21 +74,17 @@ export async function startBenchServer(
   // the server can reach that size anyway, so nothing is hidden.
   // Every server gets the probe (event-loop delay); only the memory server collects garbage
   // on demand.
+  const { main, probe: probeFile } = await serverBuild();
   const probe = options.probe
-    ? [
-        "--expose-gc",
-        "--min-semi-space-size=16",
-        "--max-semi-space-size=16",
-        "--import",
-        "./bench/server-probe.ts",
-      ]
-    : ["--import", "./bench/server-probe.ts"];
+    ? ["--expose-gc", "--min-semi-space-size=16", "--max-semi-space-size=16", "--import", probeFile]
+    : ["--import", probeFile];
   // V8's sampling profiler, written when the server exits (it exits cleanly on SIGTERM): one
-  // file per thread, CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile (tsx has a loader thread).
+  // file per thread, CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile.
   const profile = options.cpuProfileDir
     ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`]
     : [];
-  const args = ["--import", "tsx", ...probe, ...profile, "server/main.ts"];
+  // As `npm start` runs it: compiled, with source maps for stack traces.
+  const args = ["--enable-source-maps", ...probe, ...profile, main];
   const child = spawn(process.execPath, args, {
     cwd: repoRoot,
     // No send-rate limit: the bench measures how fast the server goes, not the limit. The

@@ -1,6 +1,9 @@
 import { spawn } from "node:child_process";
 import net from "node:net";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { expect, it } from "vitest";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { freePort, repoRoot, tempDataDir } from "../support/child-server.js";
 
 /** Whether something accepts connections on the port. */
@@ -14,7 +17,7 @@ const listening = (port: number) =>
     socket.once("error", () => resolve(false));
   });
 
-it("SIGTERM to `npm start` (what systemd and container runtimes send) stops the server and frees its port", async () => {
+it("`npm start` builds the server and serves it (gRPC, the console's files); SIGTERM (what systemd and container runtimes send) stops it and frees its port", async () => {
   const port = await freePort();
   const npm = spawn("npm", ["start"], {
     cwd: repoRoot,
@@ -27,9 +30,26 @@ it("SIGTERM to `npm start` (what systemd and container runtimes send) stops the 
       output += chunk;
       if (output.includes('"event":"start"')) resolve();
     });
+    npm.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      output += chunk;
+    });
     npm.once("exit", () => reject(new Error(`npm start exited early:\n${output}`)));
   });
   await started;
+  // The compiled server (scripts/build-server.ts) found its migrations, and the console's files.
+  expect(output).toMatch(/built the server into dist/);
+  const base = `http://127.0.0.1:${port}`;
+  const client = createClient(TeamService, createGrpcTransport({ baseUrl: base }));
+  const created = await client.createTeam({ team: "npm-start" });
+  expect(created.token).toMatch(/^tp_/);
+  const members = await client.listMembers(
+    {},
+    { headers: { authorization: `Bearer ${created.token}` } },
+  );
+  expect(members.members.map((m) => m.name)).toEqual(["team-lead"]);
+  const page = await fetch(`${base}/`);
+  expect(page.status).toBe(200);
+  expect(await page.text()).toContain("<!doctype html>");
   const exited = new Promise<number | null>((resolve) => npm.once("exit", resolve));
   npm.kill("SIGTERM");
   expect(await exited).toBe(0);

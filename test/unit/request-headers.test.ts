@@ -54,7 +54,9 @@ describe("RequestHeaders answers as a Headers made up front would", () => {
     const real = upFront(incoming());
     expect([...lazy]).toEqual([...real]);
     const seen: string[] = [];
-    lazy.forEach((v, k) => seen.push(`${k}=${v}`));
+    lazy.forEach((v, k) => {
+      seen.push(`${k}=${v}`);
+    });
     expect(seen).toEqual([...real].map(([k, v]) => `${k}=${v}`));
     lazy.set("authorization", "Bearer other");
     lazy.append("x-new", "1");
