@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 
 /** What the bench needs of a child process it started: its CPU and memory, and a clean stop. */
@@ -48,4 +48,47 @@ export async function cpuOf(pid: number): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU time (user + system) of each PostgreSQL process on this machine so far (its backends,
+ * WAL writer, checkpointer and the rest, found by their command name in /proc), by pid.
+ * Undefined off Linux. See postgresCpuBetween.
+ */
+export async function postgresCpu(): Promise<Map<string, number> | undefined> {
+  let names: string[];
+  try {
+    names = await readdir("/proc");
+  } catch {
+    return undefined;
+  }
+  const byPid = new Map<string, number>();
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = await readFile(`/proc/${name}/stat`, "utf8");
+      if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== "postgres") continue;
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      byPid.set(name, ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND);
+    } catch {
+      // the process exited meanwhile
+    }
+  }
+  return byPid;
+}
+
+/**
+ * The PostgreSQL CPU time used between two readings: what each process present at the end
+ * used since the first reading (all of it for one started meanwhile). A process that exited
+ * in between (an autovacuum worker, say) takes its time with it; the pool's connections, which
+ * do the work measured, stay open.
+ */
+export function postgresCpuBetween(
+  before: Map<string, number> | undefined,
+  after: Map<string, number> | undefined,
+): number | null {
+  if (!before || !after) return null;
+  let total = 0;
+  for (const [pid, ms] of after) total += ms - (before.get(pid) ?? 0);
+  return total;
 }

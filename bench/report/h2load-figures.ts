@@ -1,3 +1,4 @@
+import os from "node:os";
 import type { BaselineResult } from "../scenarios/baseline.js";
 import type { H2loadShape, H2loadTarget, H2loadThroughputRun } from "../scenarios/h2load.js";
 import type { Figure, Limit, Scenarios } from "./types.js";
@@ -105,6 +106,8 @@ export function h2loadFigures(s: Scenarios, base: BaselineResult | undefined): F
         `call mean ${run.meanCallMs} ms`,
         `server CPU ${run.cpu.serverUsPerCall} µs/call (${run.cpu.serverCoreShare} core)`,
         `h2load CPU ${run.cpu.loadGeneratorUsPerCall} µs/call (${run.cpu.loadGeneratorCoreShare} core, ${run.processes} process${run.processes === 1 ? "" : "es"})`,
+        `PostgreSQL CPU ${run.cpu.postgresUsPerCall} µs/call (${run.cpu.postgresCoreShare} core)`,
+        machineCeiling(run),
         run.serverCounted
           ? `server counted ${run.serverCounted.ok} ok, ${run.serverCounted.invalidArgument} invalid_argument, ${run.serverCounted.other} other`
           : "",
@@ -115,6 +118,21 @@ export function h2loadFigures(s: Scenarios, base: BaselineResult | undefined): F
         .join("; "),
     };
   });
+}
+
+/**
+ * What one call costs the whole machine (server + PostgreSQL + h2load CPU) and the calls a
+ * second the machine's cores could carry at that cost: the bound when every process is busy.
+ */
+function machineCeiling(run: H2loadThroughputRun): string {
+  const { serverUsPerCall, postgresUsPerCall, loadGeneratorUsPerCall } = run.cpu;
+  if (serverUsPerCall === null || postgresUsPerCall === null || loadGeneratorUsPerCall === null) {
+    return "";
+  }
+  const total = serverUsPerCall + postgresUsPerCall + loadGeneratorUsPerCall;
+  const cores = os.cpus().length;
+  const ceiling = Math.round((cores * 1e6) / total);
+  return `machine CPU ${total} µs/call: ${cores} cores carry at most ${ceiling.toLocaleString("en-US")}/s`;
 }
 
 const PERCENTILES = [

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import { join } from "node:path";
 import { SendRequestSchema } from "../../gen/team/v1/team_service_pb.js";
+import { postgresCpu, postgresCpuBetween } from "../child-process.js";
 import { Connections } from "../connections.js";
 import { FLOORS, type FloorName, startFloor } from "../floor-process.js";
 import { writeGrpcBody } from "../h2load/grpc-body.js";
@@ -51,6 +52,13 @@ export interface H2loadThroughputRun {
     /** h2load's own CPU, all its processes: small next to the server's, so not the bound. */
     loadGeneratorUsPerCall: number | null;
     loadGeneratorCoreShare: number | null;
+    /**
+     * Every PostgreSQL process's CPU over the window (any database's: the machine's other
+     * work shows here too), per call: with the server's and h2load's, what one call costs
+     * the whole machine, and so how many calls a second its cores could carry.
+     */
+    postgresUsPerCall: number | null;
+    postgresCoreShare: number | null;
   };
 }
 
@@ -130,7 +138,8 @@ export async function runH2loadThroughput(ctx: ScenarioContext): Promise<H2loadR
       ctx.log(
         `  h2load ${run.target} ${run.shape.connections}x${run.shape.streams}: ` +
           `${run.callsPerSec} calls/s, server ${run.cpu.serverUsPerCall} µs/call ` +
-          `(${run.cpu.serverCoreShare} core), h2load ${run.cpu.loadGeneratorUsPerCall} µs/call` +
+          `(${run.cpu.serverCoreShare} core), h2load ${run.cpu.loadGeneratorUsPerCall} µs/call, ` +
+          `PostgreSQL ${run.cpu.postgresUsPerCall} µs/call` +
           (run.failed || run.wrongOutcome
             ? `, ${run.failed} failed, ${run.wrongOutcome} wrong outcome`
             : ""),
@@ -197,11 +206,14 @@ async function measure(
   if (p.warmupSec > 0) await runAll(p.warmupSec * 1000);
   const countsBefore = await endpoint.counts?.();
   const cpuBefore = await endpoint.cpuMs();
+  const pgBefore = await postgresCpu();
   const summaries = await runAll(p.measureSec * 1000);
+  const pgAfter = await postgresCpu();
   const cpuAfter = await endpoint.cpuMs();
   const countsAfter = await endpoint.counts?.();
   return summarize(target, shape, loads.length, summaries, {
     serverMs: cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : null,
+    postgresMs: postgresCpuBetween(pgBefore, pgAfter),
     counts:
       countsBefore && countsAfter
         ? {
@@ -222,7 +234,11 @@ function summarize(
   shape: H2loadShape,
   processes: number,
   summaries: H2loadSummary[],
-  server: { serverMs: number | null; counts: H2loadThroughputRun["serverCounted"] },
+  server: {
+    serverMs: number | null;
+    postgresMs: number | null;
+    counts: H2loadThroughputRun["serverCounted"];
+  },
 ): H2loadThroughputRun {
   const sum = (f: (s: H2loadSummary) => number) => summaries.reduce((n, s) => n + f(s), 0);
   const calls = sum((s) => s.succeeded);
@@ -253,6 +269,8 @@ function summarize(
       serverCoreShare: share(server.serverMs),
       loadGeneratorUsPerCall: perCall(loadMs),
       loadGeneratorCoreShare: share(loadMs),
+      postgresUsPerCall: perCall(server.postgresMs),
+      postgresCoreShare: share(server.postgresMs),
     },
   };
 }
