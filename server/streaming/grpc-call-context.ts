@@ -1,5 +1,5 @@
 import type http2 from "node:http2";
-import type { DescMessage } from "@bufbuild/protobuf";
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -75,7 +75,7 @@ const one = (value: string | string[] | undefined): string | null =>
  *   makes and aborts it when it fires;
  * - the request headers (request-headers.ts);
  * - the response headers and trailers: until a handler or interceptor asks for them, the
- *   response goes out with fixed header objects (responseHeaderObject, okTrailerObject).
+ *   response goes out with fixed header objects (responseHeaderObject, trailerObject).
  * The profile said why: a refused Send spent 11% of its CPU in createHandlerContext, most of
  * it abort signals and Headers (bench:profile, issue #12).
  */
@@ -297,7 +297,7 @@ const PROTO_HEADER = Object.freeze({ [headerContentType]: contentTypeProto });
 const JSON_HEADER = Object.freeze({ [headerContentType]: contentTypeJson });
 const OK_TRAILERS = Object.freeze({ [headerGrpcStatus]: grpcStatusOk.toString() });
 
-type AnyMessage = import("@bufbuild/protobuf").MessageShape<DescMessage>;
+type AnyMessage = MessageShape<DescMessage>;
 
 /** Where a request built by GrpcCall keeps its call, for the chain's innermost step. */
 const CALL = Symbol("team.grpcCall");
