@@ -18,6 +18,7 @@ import { parseArgs } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { sleep } from "./bounded.js";
 import { Cleanups } from "./cleanup.js";
 import { as, Connections, type TeamClient } from "./connections.js";
 import { createScratchDatabase, DEFAULT_PG_ADMIN_URL } from "./database-target.js";
@@ -204,8 +205,6 @@ function report(before: Heap, after: Heap, n: number, top: number, protocol: str
     );
   }
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 main().catch((err: unknown) => {
   console.error(err);

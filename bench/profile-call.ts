@@ -13,7 +13,8 @@
  */
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { SendRequestSchema } from "../gen/team/v1/team_service_pb.js";
 import { Cleanups } from "./cleanup.js";
@@ -126,7 +127,7 @@ async function main(): Promise<void> {
       const text = await readFile(join(profileDir, f), "utf8");
       if (text.length > biggest.size) biggest = { file: f, size: text.length, text };
     }
-    const out = resolve("bench/results", `${call}.server.cpuprofile.json`);
+    const out = fileURLToPath(new URL(`results/${call}.server.cpuprofile.json`, import.meta.url));
     await writeFile(out, biggest.text);
     const profile = JSON.parse(biggest.text) as CpuProfile;
     const usPerCall =

@@ -53,7 +53,7 @@ export interface GrpcMethod {
 }
 
 /** The reason a call's signal aborts with when its client reset the stream mid-call. */
-export const clientGone = () => new ConnectError("the client went away", Code.Canceled);
+const clientGone = () => new ConnectError("the client went away", Code.Canceled);
 
 /** What connect's deadline signal aborts with (protocol/signals.ts), for the same answer. */
 const deadlinePassed = () => new ConnectError("the operation timed out", Code.DeadlineExceeded);
@@ -297,7 +297,8 @@ const PROTO_HEADER = Object.freeze({ [headerContentType]: contentTypeProto });
 const JSON_HEADER = Object.freeze({ [headerContentType]: contentTypeJson });
 const OK_TRAILERS = Object.freeze({ [headerGrpcStatus]: grpcStatusOk.toString() });
 
-type AnyMessage = MessageShape<DescMessage>;
+/** A message of any of the service's methods, as the bare-stream path handles them. */
+export type AnyMessage = MessageShape<DescMessage>;
 
 /** Where a request built by GrpcCall keeps its call, for the chain's innermost step. */
 const CALL = Symbol("team.grpcCall");

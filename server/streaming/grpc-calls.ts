@@ -105,17 +105,10 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
       }
       const type = parseContentType(headers["content-type"] ?? null);
       const chosen = type?.binary ? method.proto : method.json;
+      // Only a stream's answer is written with write(), which the slow-consumer guard watches.
       const call =
         chosen.kind === "unary"
-          ? // A unary answer is written with end(), which the slow-consumer guard does not
-            // watch (it watches write()): no guard, and no cut signal that could never abort.
-            serveUnary(
-              stream,
-              headers,
-              chosen,
-              pipeline,
-              pipeline.contextValues(undefined, undefined),
-            )
+          ? serveUnary(stream, headers, chosen, pipeline)
           : serveServerStream(stream, headers, guard(), chosen, pipeline);
       call.catch(report(path, stream));
     },

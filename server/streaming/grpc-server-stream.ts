@@ -1,5 +1,5 @@
 import type http2 from "node:http2";
-import { create, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
+import { create, type DescMessage } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -10,6 +10,7 @@ import {
 } from "@connectrpc/connect";
 import { createWritePressure } from "../http/write-pressure.js";
 import {
+  type AnyMessage,
   applyInterceptors,
   type CallPipeline,
   callOf,
@@ -22,7 +23,6 @@ import { endResponse, envelopeOf, sendHeaders } from "./grpc-response.js";
 type StreamSpec = MethodImplSpec & { kind: "server_streaming" };
 type AnyStreamRequest = StreamRequest<DescMessage, DescMessage>;
 type AnyStreamResponse = StreamResponse<DescMessage, DescMessage>;
-type AnyMessage = MessageShape<DescMessage>;
 
 /** A server-streaming method's interceptor chain, built once (see unaryChain). */
 export type ServerStreamChain = (req: AnyStreamRequest) => Promise<AnyStreamResponse>;

@@ -1,12 +1,6 @@
 import type http2 from "node:http2";
 import { create, type DescMessage } from "@bufbuild/protobuf";
-import type {
-  ContextValues,
-  Interceptor,
-  MethodImplSpec,
-  UnaryRequest,
-  UnaryResponse,
-} from "@connectrpc/connect";
+import type { Interceptor, MethodImplSpec, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
 import {
   applyInterceptors,
   type CallPipeline,
@@ -56,9 +50,11 @@ export async function serveUnary(
   headers: http2.IncomingHttpHeaders,
   method: GrpcMethod & { chain: UnaryChain },
   pipeline: CallPipeline,
-  values: ContextValues,
 ): Promise<void> {
   const { serialization, binary } = method;
+  // A unary answer is written with end(), which the slow-consumer guard does not watch (it
+  // watches write()): no guard, so no cut signal, and no write pressure.
+  const values = pipeline.contextValues(undefined, undefined);
   const call = new GrpcCall(stream, headers, method, pipeline, values);
   let last: Uint8Array | undefined;
   let failed: { error: unknown } | undefined;

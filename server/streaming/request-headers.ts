@@ -1,15 +1,6 @@
 import type http2 from "node:http2";
 
 /**
- * A gRPC call's request headers as WHATWG Headers, read straight from Node's header object
- * until something needs the whole list. A call mostly asks for one header (authorization,
- * in the auth interceptor); copying every header into a Headers at the call's start
- * (undici validates and converts each name and value) cost more than the rest of a refused
- * call's header handling. `get` and `has` read Node's object; any other method first copies
- * every header in (pseudo-headers left out, as connect-node leaves them out) and then is
- * the real Headers method, so what callers see is what a Headers made up front would show.
- */
-/**
  * Headers' methods, declared as methods: Node's types declare them as properties, which a
  * subclass cannot override with methods (the runtime has them on Headers.prototype).
  */
@@ -28,6 +19,15 @@ interface HeadersMethods {
 }
 const HeadersBase = Headers as unknown as new () => HeadersMethods;
 
+/**
+ * A gRPC call's request headers as WHATWG Headers, read straight from Node's header object
+ * until something needs the whole list. A call mostly asks for one header (authorization,
+ * in the auth interceptor); copying every header into a Headers at the call's start
+ * (undici validates and converts each name and value) cost more than the rest of a refused
+ * call's header handling. `get` and `has` read Node's object; any other method first copies
+ * every header in (pseudo-headers left out, as connect-node leaves them out) and then is
+ * the real Headers method, so what callers see is what a Headers made up front would show.
+ */
 export class RequestHeaders extends HeadersBase {
   #raw: http2.IncomingHttpHeaders | undefined;
 
