@@ -1,8 +1,3 @@
 #!/usr/bin/env node
-// The `team` CLI. It is TypeScript run through tsx's loader, so `npx team` needs no build.
-import { register } from "tsx/esm/api";
-
-register();
-const { runCli } = await import("../client/cli/main.ts");
-// An exit code, not process.exit(): `team serve` keeps running after runCli returns.
-process.exitCode = await runCli(process.argv.slice(2));
+// The `team` CLI of a clone (`node bin/team.js`, `npx team`): the CLI package's own bin.
+import "../client/cli/bin.js";

@@ -1,5 +1,5 @@
 import type { Client } from "@connectrpc/connect";
-import type { TeamService } from "../gen/team/v1/team_service_pb.js";
+import type { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 
 /**
  * Acks in the background, so handling a message never waits for a round trip. Acks are

@@ -1,4 +1,4 @@
-import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
+import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
 import { clock, describeMessage } from "./describe.js";
 import {
   memberChangeName,

@@ -1,7 +1,7 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import type { Message } from "../gen/team/v1/message_pb.js";
-import type { Envelope, RequestRecord, Task } from "../gen/team/v1/records_pb.js";
+import type { Message } from "@team-protocols/contract/team/v1/message_pb.js";
+import type { Envelope, RequestRecord, Task } from "@team-protocols/contract/team/v1/records_pb.js";
 import {
   permissionModeName,
   requestKindName,

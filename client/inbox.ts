@@ -1,6 +1,9 @@
 import type { Client } from "@connectrpc/connect";
-import type { Envelope } from "../gen/team/v1/records_pb.js";
-import type { SubscribeResponse, TeamService } from "../gen/team/v1/team_service_pb.js";
+import type { Envelope } from "@team-protocols/contract/team/v1/records_pb.js";
+import type {
+  SubscribeResponse,
+  TeamService,
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { createAcker } from "./acker.js";
 import type { BackoffOptions } from "./backoff.js";
 import { resumableStream } from "./resumable-stream.js";

@@ -5,14 +5,14 @@ export type {
   MemberChanged,
   RequestChanged,
   TeamEvent,
-} from "../gen/team/v1/feed_pb.js";
+} from "@team-protocols/contract/team/v1/feed_pb.js";
 export type {
   Attempt,
   Envelope,
   Member,
   RequestRecord,
   Task,
-} from "../gen/team/v1/records_pb.js";
+} from "@team-protocols/contract/team/v1/records_pb.js";
 export type { BackoffOptions } from "./backoff.js";
 export { describeEnvelope, describeMessage, describeRequest } from "./describe.js";
 export type { Inbox, InboxOptions, InboxStatus } from "./inbox.js";

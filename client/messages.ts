@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import { RequestKind } from "../gen/team/v1/enums_pb.js";
-import type { MessageSchema } from "../gen/team/v1/message_pb.js";
+import { RequestKind } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import { type TaskStatusName, taskStatusOf } from "./names.js";
 
 /** A Message as a Send takes it: exactly one case of the oneof. */

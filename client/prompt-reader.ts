@@ -1,5 +1,5 @@
-import { RequestStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope } from "../gen/team/v1/records_pb.js";
+import { RequestStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { Envelope } from "@team-protocols/contract/team/v1/records_pb.js";
 import { type PromptTextOptions, toPromptText } from "./prompt-text.js";
 
 /**

@@ -1,6 +1,6 @@
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { RequestStatus } from "../gen/team/v1/enums_pb.js";
-import type { Envelope } from "../gen/team/v1/records_pb.js";
+import { RequestStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { Envelope } from "@team-protocols/contract/team/v1/records_pb.js";
 import { permissionModeName, requestKindName, requestStatusName, taskStatusName } from "./names.js";
 
 export interface PromptTextOptions {

@@ -1,7 +1,7 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
-import { MemberRole } from "../gen/team/v1/enums_pb.js";
-import type { Member, RequestRecord } from "../gen/team/v1/records_pb.js";
+import { MemberRole } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { Member, RequestRecord } from "@team-protocols/contract/team/v1/records_pb.js";
 import {
   type AddMemberResponse,
   type CreateTeamResponse,
@@ -12,7 +12,7 @@ import {
   type ReadInboxResponse,
   type SendResponse,
   TeamService,
-} from "../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import type { BackoffOptions } from "./backoff.js";
 import { createInbox, type Inbox, type InboxOptions } from "./inbox.js";
 import {

@@ -1,5 +1,5 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { RuleViolationSchema } from "../gen/team/v1/rule_violation_pb.js";
+import { RuleViolationSchema } from "@team-protocols/contract/team/v1/rule_violation_pb.js";
 
 /** Which protocol rule refused a call, decoded from the error's team.v1.RuleViolation detail. */
 export interface Violation {

@@ -1,6 +1,9 @@
 import type { Client } from "@connectrpc/connect";
-import type { TeamEvent } from "../gen/team/v1/feed_pb.js";
-import type { TeamService, WatchTeamResponse } from "../gen/team/v1/team_service_pb.js";
+import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
+import type {
+  TeamService,
+  WatchTeamResponse,
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import type { BackoffOptions } from "./backoff.js";
 import { resumableStream } from "./resumable-stream.js";
 import type { TeamError } from "./team-error.js";

@@ -1,40 +1,53 @@
 /**
- * Compiles the server to plain JavaScript in dist/ (or the folder given): what `npm start`
- * runs. Every .ts file of server/, client/ and gen/ becomes a .js file at the same place
- * under the folder, one for one (no bundle, no renaming), with a source map for stack traces;
- * the files the server finds beside its code (migrations, the embedded database's initdb
- * script, the console's bundle) are copied to their places, so its import.meta.url paths hold.
+ * Builds the server into one JavaScript file, dist/server/main.js (or under the folder given):
+ * what `npm start` runs. The workspace packages it uses (@team-protocols/contract, client, mcp)
+ * are bundled in, since in the repository they are TypeScript; every other package stays an
+ * import from node_modules. The files the server finds beside its code (migrations, the
+ * embedded database's initdb script) are copied next to the bundle, so its import.meta.url
+ * paths hold; the console's files are found through the console package.
  *
  * Why not run the TypeScript through tsx's loader, as the tests and the CLI do: tsx compiles
  * with esbuild's keepNames, which re-defines the `name` of every named function the code
- * creates, and V8 then keeps that function's properties in a dictionary (~256 bytes more).
- * An idle Subscribe stream holds several such closures for hours: bench:heap measured 11.9 KB
- * of heap per idle stream under tsx, 10.7 KB compiled (1,000 streams, same machine).
+ * creates, and V8 then keeps that function's properties in a dictionary. An idle Subscribe
+ * stream holds several such closures for hours (docs/performance.md has the heap it costs).
  *
  * It takes well under a second, so `npm start` builds every time and never runs stale code.
  *
  *   tsx scripts/build-server.ts            into dist/
  *   tsx scripts/build-server.ts <dir>      into <dir> (inside the project, so node_modules is found)
  */
-import { cpSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, rmSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 
 const root = join(import.meta.dirname, "..");
 
-/** The folders compiled, and what is copied as it is (relative to the project root). */
-const SOURCE_DIRS = ["server", "client", "gen"];
-const ASSETS = ["server/store/migrations", "server/store/embedded-initdb.mjs", "console/dist"];
+/** Copied as they are, from the project root to the bundle's folder. */
+const ASSETS = {
+  "server/store/migrations": "migrations",
+  "server/store/embedded-initdb.mjs": "embedded-initdb.mjs",
+};
 
-/** Compiles into `outDir` (emptied first); resolves once every file is written. */
+/** Bare imports stay imports, but for our own workspace packages (TypeScript in the repo). */
+const externalPackages: Plugin = {
+  name: "external-packages",
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.path.startsWith("@team-protocols/") ? undefined : { path: args.path, external: true },
+    );
+  },
+};
+
+/** Builds into `outDir` (emptied first); resolves once every file is written. */
 export async function buildServer(outDir: string): Promise<void> {
   rmSync(outDir, { recursive: true, force: true });
+  const serverOut = join(outDir, "server");
   await build({
-    entryPoints: SOURCE_DIRS.flatMap((dir) => typeScriptFiles(join(root, dir))),
-    outdir: outDir,
-    outbase: root,
+    entryPoints: [join(root, "server", "main.ts")],
+    outfile: join(serverOut, "main.js"),
     absWorkingDir: root,
-    bundle: false,
+    bundle: true,
+    plugins: [externalPackages],
     format: "esm",
     platform: "node",
     target: "node20",
@@ -42,15 +55,9 @@ export async function buildServer(outDir: string): Promise<void> {
     sourcemap: "linked",
     logLevel: "warning",
   });
-  for (const asset of ASSETS) {
-    cpSync(join(root, asset), join(outDir, asset), { recursive: true });
+  for (const [from, to] of Object.entries(ASSETS)) {
+    cpSync(join(root, from), join(serverOut, to), { recursive: true });
   }
-}
-
-function typeScriptFiles(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((f) => f.isFile() && f.name.endsWith(".ts") && !f.name.endsWith(".d.ts"))
-    .map((f) => join(f.parentPath, f.name));
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === import.meta.filename) {

@@ -1,6 +1,6 @@
 import type { ConnectRouter } from "@connectrpc/connect";
-import { file_team_v1_rule_violation } from "../gen/team/v1/rule_violation_pb.js";
-import { TeamService } from "../gen/team/v1/team_service_pb.js";
+import { file_team_v1_rule_violation } from "@team-protocols/contract/team/v1/rule_violation_pb.js";
+import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type BacklogLimits, DEFAULT_BACKLOG_LIMITS } from "./domain/limits.js";
 import { attemptHandlers } from "./handlers/attempts.js";
 import { membershipHandlers } from "./handlers/membership.js";

@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
+import { createTeamClient, type TeamClient } from "@team-protocols/client/team-client.js";
+import { type Protocol, protocols } from "@team-protocols/client/transport.js";
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { createTeamClient, type TeamClient } from "../team-client.js";
-import { type Protocol, protocols } from "../transport.js";
 
 // What every client command shares: where the server is, who is calling, how to print.
 

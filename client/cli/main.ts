@@ -1,8 +1,8 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
+import { TeamError } from "@team-protocols/client/team-error.js";
 import { Command, CommanderError } from "commander";
-import { TeamError } from "../team-error.js";
 import { attemptCommands } from "./commands/attempts.js";
 import { mcpCommand } from "./commands/mcp.js";
 import { membershipCommands } from "./commands/membership.js";

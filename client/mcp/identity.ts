@@ -1,5 +1,5 @@
-import { MemberRole } from "../../gen/team/v1/enums_pb.js";
-import type { TeamClient } from "../team-client.js";
+import type { TeamClient } from "@team-protocols/client/team-client.js";
+import { MemberRole } from "@team-protocols/contract/team/v1/enums_pb.js";
 
 export interface Identity {
   name: string;

@@ -1,4 +1,3 @@
-import { z } from "zod";
 import {
   type MessageInit,
   planRequestMessage,
@@ -14,7 +13,8 @@ import {
   taskHandoffResponseMessage,
   taskNotificationMessage,
   textMessage,
-} from "../messages.js";
+} from "@team-protocols/client/messages.js";
+import { z } from "zod";
 
 // The `message` of send_message, in the shape prompts written for Claude Code's SendMessage
 // tool already use: a string, or an object whose `type` names the protocol message.

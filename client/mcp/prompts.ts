@@ -1,6 +1,6 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { memberRoleName, memberStatusName } from "../names.js";
-import type { TeamClient } from "../team-client.js";
+import { memberRoleName, memberStatusName } from "@team-protocols/client/names.js";
+import type { TeamClient } from "@team-protocols/client/team-client.js";
 import type { Identity } from "./identity.js";
 
 /** The `teammate` and `team-lead` prompts: a role's duties, with the team as it is now. */

@@ -1,5 +1,5 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { TeamClient } from "../team-client.js";
+import type { TeamClient } from "@team-protocols/client/team-client.js";
 import type { Identity } from "./identity.js";
 import { registerTeamPrompts } from "./prompts.js";
 import { ToolRegistry } from "./tool-registry.js";

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { TeamError } from "../team-error.js";
+import { TeamError } from "@team-protocols/client/team-error.js";
 
 /** A successful tool result: text for the model, the same data structured for programs. */
 export function ok(text: string, structured?: Record<string, unknown>): CallToolResult {

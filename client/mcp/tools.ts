@@ -1,14 +1,5 @@
 import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
-import { z } from "zod";
-import { MemberSchema, RequestRecordSchema } from "../../gen/team/v1/records_pb.js";
-import {
-  GetTaskResponseSchema,
-  ListAttemptsResponseSchema,
-  ListRequestsResponseSchema,
-  ListTasksResponseSchema,
-  SendResponseSchema,
-} from "../../gen/team/v1/team_service_pb.js";
-import { describeTask } from "../describe.js";
+import { describeTask } from "@team-protocols/client/describe.js";
 import {
   memberRoleName,
   memberStatusName,
@@ -17,8 +8,17 @@ import {
   requestStatusNames,
   taskStateName,
   taskStateNames,
-} from "../names.js";
-import type { TeamClient } from "../team-client.js";
+} from "@team-protocols/client/names.js";
+import type { TeamClient } from "@team-protocols/client/team-client.js";
+import { MemberSchema, RequestRecordSchema } from "@team-protocols/contract/team/v1/records_pb.js";
+import {
+  GetTaskResponseSchema,
+  ListAttemptsResponseSchema,
+  ListRequestsResponseSchema,
+  ListTasksResponseSchema,
+  SendResponseSchema,
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
+import { z } from "zod";
 import type { Identity } from "./identity.js";
 import { messageInput, toMessageInit } from "./message-input.js";
 import type { ToolRegistry } from "./tool-registry.js";

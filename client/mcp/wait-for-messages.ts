@@ -1,6 +1,6 @@
-import type { Envelope } from "../../gen/team/v1/records_pb.js";
-import { toPromptText } from "../prompt-text.js";
-import type { TeamClient } from "../team-client.js";
+import { toPromptText } from "@team-protocols/client/prompt-text.js";
+import type { TeamClient } from "@team-protocols/client/team-client.js";
+import type { Envelope } from "@team-protocols/contract/team/v1/records_pb.js";
 
 export const DEFAULT_WAIT_SECONDS = 30;
 export const MAX_WAIT_SECONDS = 300;

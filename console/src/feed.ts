@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createBackoff, sleep } from "../../client/backoff.js";
-import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
+import { createBackoff, sleep } from "@team-protocols/client/backoff.js";
+import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
 import type { TeamRpc } from "./rpc.js";
 
 /**

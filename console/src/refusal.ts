@@ -1,5 +1,5 @@
 import { ConnectError } from "@connectrpc/connect";
-import { codeName, violationOf } from "../../client/team-error.js";
+import { codeName, violationOf } from "@team-protocols/client/team-error.js";
 
 /**
  * What the console shows when the server refuses a call: for a protocol rule, its id and the

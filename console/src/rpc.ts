@@ -1,6 +1,6 @@
 import { type Client, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
-import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 
 export type TeamRpc = Client<typeof TeamService>;
 

@@ -1,4 +1,4 @@
-import { MemberRole } from "../../gen/team/v1/enums_pb.js";
+import { MemberRole } from "@team-protocols/contract/team/v1/enums_pb.js";
 import { createTeamRpc, type TeamRpc } from "./rpc.js";
 
 /** A signed-in member: its client, and who the server says it is. */

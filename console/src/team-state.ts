@@ -1,7 +1,7 @@
+import { RequestStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
+import type { Member, RequestRecord } from "@team-protocols/contract/team/v1/records_pb.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
-import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
-import type { Member, RequestRecord } from "../../gen/team/v1/records_pb.js";
 import { type FeedStatus, runFeed } from "./feed.js";
 import { refusalText } from "./refusal.js";
 import type { Session } from "./session-state.js";

@@ -1,4 +1,4 @@
-import type { Message } from "../../gen/team/v1/message_pb.js";
+import type { Message } from "@team-protocols/contract/team/v1/message_pb.js";
 
 /** The Message case as the journal and the store name it (snake_case, as in the proto). */
 export const messageAction = (message: Message | undefined): string =>

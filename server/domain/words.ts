@@ -1,15 +1,15 @@
-// The store's words for the contract's enums (as stored in the database's text columns).
+// The store's words for the contract's enums (as stored in the database's text columns): the
+// contract's own words (gen/words.ts), so the database, the API and the agents say the same.
 
-export type PermissionMode = "default" | "accept_edits" | "bypass_permissions" | "plan";
-export type RequestKind =
-  | "shutdown"
-  | "plan_approval"
-  | "task_claim"
-  | "task_assign"
-  | "task_handoff"
-  | "result_signoff";
+import type { RequestKindWord } from "@team-protocols/contract/words.js";
+
+export type {
+  AttemptOutcomeWord as AttemptOutcome,
+  PermissionModeWord as PermissionMode,
+  RequestKindWord as RequestKind,
+  RequestStatusWord as RequestStatus,
+  TaskStateWord as TaskState,
+} from "@team-protocols/contract/words.js";
+
 /** The kinds that wait for an answer (a task_assign is recorded already approved). */
-export type AnsweredKind = Exclude<RequestKind, "task_assign">;
-export type TaskState = "unowned" | "claimed" | "done";
-export type RequestStatus = "pending" | "approved" | "rejected" | "expired" | "canceled";
-export type AttemptOutcome = "accepted" | "refused";
+export type AnsweredKind = Exclude<RequestKindWord, "task_assign">;

@@ -1,6 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { ListAttemptsResponseSchema, type TeamService } from "../../gen/team/v1/team_service_pb.js";
+import {
+  ListAttemptsResponseSchema,
+  type TeamService,
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import { attemptOutcomeFromProto } from "../domain/enums.js";
 import { seesWholeTeam } from "../domain/roles.js";

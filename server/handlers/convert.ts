@@ -1,18 +1,13 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import {
-  MemberChange as MemberChangeEnum,
-  MemberRole as MemberRoleEnum,
-  MemberStatus as MemberStatusEnum,
-} from "../../gen/team/v1/enums_pb.js";
-import {
   EnvelopeStoredSchema,
   MemberChangedSchema,
   RequestChangedSchema,
   type TeamEvent,
   TeamEventSchema,
-} from "../../gen/team/v1/feed_pb.js";
-import { MessageSchema } from "../../gen/team/v1/message_pb.js";
+} from "@team-protocols/contract/team/v1/feed_pb.js";
+import { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import {
   type Attempt,
   AttemptSchema,
@@ -24,47 +19,32 @@ import {
   RequestRecordSchema,
   type Task,
   TaskSchema,
-} from "../../gen/team/v1/records_pb.js";
+} from "@team-protocols/contract/team/v1/records_pb.js";
 import {
-  attemptOutcomes,
-  permissionModes,
-  requestKinds,
-  requestStatuses,
-  taskStates,
-} from "../domain/enums.js";
+  attemptOutcomeWords,
+  memberChangeWords,
+  memberRoleWords,
+  memberStatusWords,
+  permissionModeWords,
+  requestKindWords,
+  requestStatusWords,
+  taskStateWords,
+} from "@team-protocols/contract/words.js";
 import type { AttemptRow } from "../store/attempts.js";
 import type { StoredMessage } from "../store/inbox.js";
-import type { MemberRole, MemberRow, MemberStatus } from "../store/members.js";
+import type { MemberRow } from "../store/members.js";
 import type { RequestRow } from "../store/requests.js";
 import type { TaskRow } from "../store/tasks.js";
-import type { FeedEvent, MemberChange } from "../store/team-feed.js";
+import type { FeedEvent } from "../store/team-feed.js";
 
 // Between the store's rows and the contract's messages.
-
-const memberRoles: Record<MemberRole, MemberRoleEnum> = {
-  lead: MemberRoleEnum.LEAD,
-  teammate: MemberRoleEnum.TEAMMATE,
-  observer: MemberRoleEnum.OBSERVER,
-};
-
-const memberStatuses: Record<MemberStatus, MemberStatusEnum> = {
-  active: MemberStatusEnum.ACTIVE,
-  stopped: MemberStatusEnum.STOPPED,
-};
-
-const memberChanges: Record<MemberChange, MemberChangeEnum> = {
-  added: MemberChangeEnum.ADDED,
-  stopped: MemberChangeEnum.STOPPED,
-  removed: MemberChangeEnum.REMOVED,
-  permission_mode: MemberChangeEnum.PERMISSION_MODE,
-};
 
 export function toMember(row: MemberRow): Member {
   return create(MemberSchema, {
     name: row.name,
-    role: memberRoles[row.role],
-    status: memberStatuses[row.status],
-    permissionMode: permissionModes[row.permissionMode],
+    role: memberRoleWords.valueOf(row.role),
+    status: memberStatusWords.valueOf(row.status),
+    permissionMode: permissionModeWords.valueOf(row.permissionMode),
     createdAt: timestampFromDate(row.createdAt),
     ...(row.lastSeenAt ? { lastSeenAt: timestampFromDate(row.lastSeenAt) } : {}),
   });
@@ -102,11 +82,11 @@ type RequestRecordFields = Pick<
 export function toRequestRecord(r: RequestRecordFields): RequestRecord {
   return create(RequestRecordSchema, {
     requestId: r.id,
-    kind: requestKinds[r.kind],
+    kind: requestKindWords.valueOf(r.kind),
     team: r.teamName,
     from: r.fromName,
     to: r.toName,
-    status: requestStatuses[r.status],
+    status: requestStatusWords.valueOf(r.status),
     request: fromBinary(MessageSchema, r.requestBody),
     ...(r.responseBody ? { response: fromBinary(MessageSchema, r.responseBody) } : {}),
     createdAt: timestampFromDate(r.createdAt),
@@ -119,7 +99,7 @@ export function toTask(t: TaskRow): Task {
   return create(TaskSchema, {
     taskId: t.taskId,
     team: t.teamName,
-    state: taskStates[t.state],
+    state: taskStateWords.valueOf(t.state),
     owner: t.ownerName,
     createdAt: timestampFromDate(t.createdAt),
     updatedAt: timestampFromDate(t.updatedAt),
@@ -135,7 +115,7 @@ export function toAttempt(a: AttemptRow): Attempt {
     action: a.action,
     to: a.to,
     requestId: a.requestId,
-    outcome: attemptOutcomes[a.outcome],
+    outcome: attemptOutcomeWords.valueOf(a.outcome),
     rule: a.rule,
     code: a.code,
     message: a.message,
@@ -189,12 +169,12 @@ export function toTeamEvent(team: string, e: FeedEvent): TeamEvent {
         change: {
           case: "member",
           value: create(MemberChangedSchema, {
-            change: memberChanges[e.change],
+            change: memberChangeWords.valueOf(e.change),
             member: create(MemberSchema, {
               name: e.member.name,
-              role: memberRoles[e.member.role],
-              status: memberStatuses[e.member.status],
-              permissionMode: permissionModes[e.member.permissionMode],
+              role: memberRoleWords.valueOf(e.member.role),
+              status: memberStatusWords.valueOf(e.member.status),
+              permissionMode: permissionModeWords.valueOf(e.member.permissionMode),
               createdAt: timestampFromDate(e.member.createdAt),
             }),
           }),

@@ -1,13 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { MemberRole, PermissionMode } from "../../gen/team/v1/enums_pb.js";
+import { MemberRole, PermissionMode } from "@team-protocols/contract/team/v1/enums_pb.js";
 import {
   AddMemberResponseSchema,
   CreateTeamResponseSchema,
   ListMembersResponseSchema,
   RemoveMemberResponseSchema,
   type TeamService,
-} from "../../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import { permissionModeFromProto } from "../domain/enums.js";
 import { DomainError } from "../errors.js";

@@ -1,14 +1,14 @@
 import { createHash } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import {
   AckResponseSchema,
   DeliverySchema,
   ReadInboxResponseSchema,
   SendResponseSchema,
   type TeamService,
-} from "../../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import type { BacklogLimits } from "../domain/limits.js";
 import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";

@@ -6,7 +6,7 @@ import {
   GetRequestResponseSchema,
   ListRequestsResponseSchema,
   type TeamService,
-} from "../../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
 import { requestKindFromProto, requestStatusFromProto } from "../domain/enums.js";
 import { seesWholeTeam } from "../domain/roles.js";

@@ -6,7 +6,7 @@ import {
   type SubscribeResponse,
   SubscribeResponseSchema,
   TeamService,
-} from "../../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
 import { LimitError } from "../errors.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";

@@ -4,7 +4,7 @@ import {
   GetTaskResponseSchema,
   ListTasksResponseSchema,
   type TeamService,
-} from "../../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Caller, requireCaller } from "../caller.js";
 import { taskStateFromProto } from "../domain/enums.js";
 import { seesWholeTeam } from "../domain/roles.js";

@@ -5,7 +5,7 @@ import {
   WatchHeartbeatSchema,
   type WatchTeamResponse,
   WatchTeamResponseSchema,
-} from "../../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import {
   decodeCursor,

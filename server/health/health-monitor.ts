@@ -1,4 +1,4 @@
-import { HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/health/v1/health_pb.js";
+import { HealthCheckResponse_ServingStatus as ServingStatus } from "@team-protocols/contract/health/v1/health_pb.js";
 import type { Logger } from "../logger.js";
 import type { Database } from "../store/database.js";
 import { startDatabaseProbe } from "./database-probe.js";

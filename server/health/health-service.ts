@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
-import { Health, HealthCheckResponseSchema } from "../../gen/health/v1/health_pb.js";
+import { Health, HealthCheckResponseSchema } from "@team-protocols/contract/health/v1/health_pb.js";
 import { type HealthMonitor, ServingStatus } from "./health-monitor.js";
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { NodeRequest, NodeResponse } from "./connect-adapter.js";
 import { CONSOLE_SECURITY_HEADERS } from "./security-headers.js";
@@ -22,8 +22,11 @@ export const CONSOLE_FILES: readonly { path: string; file: string; type: string 
   { path: "/favicon.svg", file: "favicon.svg", type: "image/svg+xml" },
 ];
 
-/** console/dist/, next to server/ in the repository. */
-export const CONSOLE_DIST_DIR = fileURLToPath(new URL("../../console/dist/", import.meta.url));
+/** The console package's dist/ folder, wherever the package manager put the package. */
+export const CONSOLE_DIST_DIR = join(
+  dirname(createRequire(import.meta.url).resolve("@team-protocols/console/package.json")),
+  "dist",
+);
 
 interface Asset {
   type: string;

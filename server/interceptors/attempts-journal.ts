@@ -1,6 +1,6 @@
 import { Code, type Interceptor } from "@connectrpc/connect";
-import type { Message } from "../../gen/team/v1/message_pb.js";
-import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import type { Message } from "@team-protocols/contract/team/v1/message_pb.js";
+import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { callerKey } from "../caller.js";
 import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
 import { DomainError, RuleViolationError } from "../errors.js";

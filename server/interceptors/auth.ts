@@ -1,5 +1,5 @@
 import type { Interceptor } from "@connectrpc/connect";
-import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Caller, callerKey } from "../caller.js";
 import { DomainError } from "../errors.js";
 import type { Database } from "../store/database.js";

@@ -1,6 +1,6 @@
 import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { RuleViolationSchema } from "@team-protocols/contract/team/v1/rule_violation_pb.js";
 import {
   DomainError,
   LimitError,

@@ -1,6 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { LimitError, RuleViolationError } from "../errors.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { observeResponse } from "./observed-stream.js";

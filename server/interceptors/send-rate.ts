@@ -1,5 +1,5 @@
 import type { Interceptor } from "@connectrpc/connect";
-import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
 import { LimitError } from "../errors.js";
 

@@ -1,10 +1,10 @@
 import type http from "node:http";
 import { type ConnectRouter, createRouterTransport } from "@connectrpc/connect";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { createTeamMcpServer, httpConfig } from "../../client/mcp/team-mcp-server.js";
-import { type InboxCursor, newInboxCursor } from "../../client/mcp/wait-for-messages.js";
-import { createTeamClient } from "../../client/team-client.js";
-import { teamErrorInterceptor } from "../../client/team-error.js";
+import { createTeamClient } from "@team-protocols/client/team-client.js";
+import { teamErrorInterceptor } from "@team-protocols/client/team-error.js";
+import { createTeamMcpServer, httpConfig } from "@team-protocols/mcp/team-mcp-server.js";
+import { type InboxCursor, newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Caller } from "../caller.js";
 import type { NodeHandler } from "../http/connect-adapter.js";
 import { bearerToken } from "../interceptors/auth.js";

@@ -1,6 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { TaskStatus } from "../../gen/team/v1/enums_pb.js";
-import { MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { TaskStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
+import { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import type { Queryable } from "../store/database.js";
 import { appendToInboxes } from "../store/send.js";
 import { lockTasksOwnedBy, releaseTasksOf } from "../store/tasks.js";

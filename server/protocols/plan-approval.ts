@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
-import { PermissionMode } from "../../gen/team/v1/enums_pb.js";
-import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { PermissionMode } from "@team-protocols/contract/team/v1/enums_pb.js";
+import { type Message, MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import { permissionModeToProto } from "../domain/enums.js";
 import { type PermissionMode as Mode, setPermissionMode } from "../store/members.js";
 import type { SendCall, SendPlan } from "./protocol.js";

@@ -1,4 +1,4 @@
-import type { Message } from "../../gen/team/v1/message_pb.js";
+import type { Message } from "@team-protocols/contract/team/v1/message_pb.js";
 import type { Caller } from "../caller.js";
 import type { AnsweredKind } from "../domain/words.js";
 import type { InboxHub } from "../inbox/hub.js";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { toBinary } from "@bufbuild/protobuf";
-import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { type Message, MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import type { AnsweredKind } from "../domain/words.js";
 import { RuleViolationError } from "../errors.js";
 import type { Queryable } from "../store/database.js";

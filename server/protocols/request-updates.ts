@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import { requestKindToProto, requestStatusToProto } from "../domain/enums.js";
 import type { Queryable } from "../store/database.js";
 import type { RequestRow, RequestStatus } from "../store/requests.js";

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { type Message, MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import { lockTask } from "../store/tasks.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { openRequestPlan } from "./request-lifecycle.js";

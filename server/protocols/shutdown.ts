@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
+import { type Message, MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import { markStopped } from "../store/members.js";
 import { stopMemberAndRelease } from "./member-stop.js";
 import type { SendCall, SendPlan } from "./protocol.js";

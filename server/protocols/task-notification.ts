@@ -1,10 +1,10 @@
 import { create } from "@bufbuild/protobuf";
-import { TaskStatus } from "../../gen/team/v1/enums_pb.js";
+import { TaskStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
 import {
   type Message,
   MessageSchema,
   type TaskNotificationBody,
-} from "../../gen/team/v1/message_pb.js";
+} from "@team-protocols/contract/team/v1/message_pb.js";
 import type { SendPlan } from "./protocol.js";
 
 /**

@@ -1,4 +1,4 @@
-import type { Message } from "../../gen/team/v1/message_pb.js";
+import type { Message } from "@team-protocols/contract/team/v1/message_pb.js";
 import { RuleViolationError } from "../errors.js";
 import type { Queryable } from "../store/database.js";
 import {

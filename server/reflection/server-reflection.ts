@@ -13,12 +13,12 @@ import {
   ServerReflectionRequestSchema,
   type ServerReflectionResponse,
   ServerReflectionResponseSchema,
-} from "../../gen/grpc/reflection/v1/reflection_pb.js";
+} from "@team-protocols/contract/grpc/reflection/v1/reflection_pb.js";
 import {
   ServerReflection as ServerReflectionV1alpha,
   ServerReflectionRequestSchema as V1alphaRequestSchema,
   ServerReflectionResponseSchema as V1alphaResponseSchema,
-} from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+} from "@team-protocols/contract/grpc/reflection/v1alpha/reflection_pb.js";
 import { createDescriptorIndex, type DescriptorIndex } from "./descriptor-index.js";
 
 /** One answer's oneof, as create() takes it. */

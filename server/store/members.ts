@@ -1,12 +1,14 @@
+import type {
+  MemberRoleWord as MemberRole,
+  MemberStatusWord as MemberStatus,
+} from "@team-protocols/contract/words.js";
 import type { PermissionMode } from "../domain/words.js";
 import { DomainError } from "../errors.js";
 import type { Database, Queryable } from "./database.js";
 import { one } from "./rows.js";
 import { isUniqueViolation } from "./sql-errors.js";
 
-export type MemberRole = "lead" | "teammate" | "observer";
-export type MemberStatus = "active" | "stopped";
-export type { PermissionMode };
+export type { MemberRole, MemberStatus, PermissionMode };
 
 export interface MemberRow {
   id: number;

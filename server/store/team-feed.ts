@@ -1,3 +1,4 @@
+import type { MemberChangeWord as MemberChange } from "@team-protocols/contract/words.js";
 import type { Queryable } from "./database.js";
 import type { MemberRole, MemberStatus, PermissionMode } from "./members.js";
 import type { RequestKind, RequestStatus } from "./requests.js";
@@ -8,7 +9,7 @@ import type { RequestKind, RequestStatus } from "./requests.js";
  * request and member, and why reading by snapshot difference never skips an event.
  */
 
-export type MemberChange = "added" | "stopped" | "removed" | "permission_mode";
+export type { MemberChange };
 
 export type FeedEvent = { position: bigint; at: Date } & (
   | {

@@ -11,7 +11,7 @@ import {
   SubscribeRequestSchema,
   SubscribeResponseSchema,
   TeamService,
-} from "../../gen/team/v1/team_service_pb.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
 import type { Deliveries } from "../handlers/subscribe.js";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
 import { createWritePressure } from "../http/write-pressure.js";

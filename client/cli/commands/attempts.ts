@@ -1,9 +1,9 @@
+import { instant } from "@team-protocols/client/describe.js";
+import { type AttemptOutcomeName, attemptOutcomeNames } from "@team-protocols/client/names.js";
+import { AttemptOutcome } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { Attempt } from "@team-protocols/contract/team/v1/records_pb.js";
+import { ListAttemptsResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Command, Option } from "commander";
-import { AttemptOutcome } from "../../../gen/team/v1/enums_pb.js";
-import type { Attempt } from "../../../gen/team/v1/records_pb.js";
-import { ListAttemptsResponseSchema } from "../../../gen/team/v1/team_service_pb.js";
-import { instant } from "../../describe.js";
-import { type AttemptOutcomeName, attemptOutcomeNames } from "../../names.js";
 import {
   asJson,
   type ConnectionOptions,

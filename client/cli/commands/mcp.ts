@@ -1,8 +1,8 @@
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { whoAmI } from "@team-protocols/mcp/identity.js";
+import { createTeamMcpServer, stdioConfig } from "@team-protocols/mcp/team-mcp-server.js";
+import { newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Command } from "commander";
-import { whoAmI } from "../../mcp/identity.js";
-import { createTeamMcpServer, stdioConfig } from "../../mcp/team-mcp-server.js";
-import { newInboxCursor } from "../../mcp/wait-for-messages.js";
 import { type ConnectionOptions, clientFor, connectionOptions } from "../context.js";
 
 /** `team mcp`: this member's tools for an LLM agent, as an MCP server on stdin/stdout. */

@@ -1,13 +1,13 @@
-import { type Command, Option } from "commander";
-import { MemberSchema } from "../../../gen/team/v1/records_pb.js";
-import { instant } from "../../describe.js";
+import { instant } from "@team-protocols/client/describe.js";
 import {
   memberRoleName,
   memberStatusName,
   type PermissionModeName,
   permissionModeName,
   permissionModeNames,
-} from "../../names.js";
+} from "@team-protocols/client/names.js";
+import { MemberSchema } from "@team-protocols/contract/team/v1/records_pb.js";
+import { type Command, Option } from "commander";
 import {
   asJson,
   type ConnectionOptions,

@@ -1,14 +1,18 @@
-import type { Command } from "commander";
-import type { Envelope } from "../../../gen/team/v1/records_pb.js";
-import { EnvelopeSchema } from "../../../gen/team/v1/records_pb.js";
+import { describeEnvelope } from "@team-protocols/client/describe.js";
+import {
+  asksForAnswer,
+  createPromptReader,
+  type PromptReader,
+} from "@team-protocols/client/prompt-reader.js";
+import type { TeamClient } from "@team-protocols/client/team-client.js";
+import type { Envelope } from "@team-protocols/contract/team/v1/records_pb.js";
+import { EnvelopeSchema } from "@team-protocols/contract/team/v1/records_pb.js";
 import {
   ReadInboxResponseSchema,
   type SendResponse,
   SendResponseSchema,
-} from "../../../gen/team/v1/team_service_pb.js";
-import { describeEnvelope } from "../../describe.js";
-import { asksForAnswer, createPromptReader, type PromptReader } from "../../prompt-reader.js";
-import type { TeamClient } from "../../team-client.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
+import type { Command } from "commander";
 import {
   asJson,
   type ConnectionOptions,

@@ -1,6 +1,6 @@
+import { type TaskStatusName, taskStatusNames } from "@team-protocols/client/names.js";
+import { SendResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Command, Option } from "commander";
-import { SendResponseSchema } from "../../../gen/team/v1/team_service_pb.js";
-import { type TaskStatusName, taskStatusNames } from "../../names.js";
 import {
   asJson,
   type ConnectionOptions,

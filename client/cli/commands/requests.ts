@@ -1,8 +1,4 @@
-import { type Command, Option } from "commander";
-import { RequestStatus } from "../../../gen/team/v1/enums_pb.js";
-import { RequestRecordSchema } from "../../../gen/team/v1/records_pb.js";
-import { ListRequestsResponseSchema } from "../../../gen/team/v1/team_service_pb.js";
-import { describeRequest, instant } from "../../describe.js";
+import { describeRequest, instant } from "@team-protocols/client/describe.js";
 import {
   type RequestKindName,
   type RequestStatusName,
@@ -10,7 +6,11 @@ import {
   requestKindNames,
   requestStatusName,
   requestStatusNames,
-} from "../../names.js";
+} from "@team-protocols/client/names.js";
+import { RequestStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
+import { RequestRecordSchema } from "@team-protocols/contract/team/v1/records_pb.js";
+import { ListRequestsResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
+import { type Command, Option } from "commander";
 import {
   asJson,
   type ConnectionOptions,

@@ -18,7 +18,7 @@ export function serveCommand(program: Command): void {
     .passThroughOptions()
     .action(async (flags: string[]) => {
       // Loaded only here: the database drivers are not needed by the client commands.
-      const { main } = await import("../../../server/main.js");
+      const { main } = await import("@team-protocols/server/main.js");
       await main(flags, "team serve");
     });
 }

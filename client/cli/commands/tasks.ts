@@ -1,13 +1,18 @@
-import { type Command, Option } from "commander";
+import { describeTask, instant } from "@team-protocols/client/describe.js";
+import { answerMessage } from "@team-protocols/client/messages.js";
+import {
+  requestKindName,
+  type TaskStateName,
+  taskStateName,
+  taskStateNames,
+} from "@team-protocols/client/names.js";
 import {
   GetTaskResponseSchema,
   ListTasksResponseSchema,
   type SendResponse,
   SendResponseSchema,
-} from "../../../gen/team/v1/team_service_pb.js";
-import { describeTask, instant } from "../../describe.js";
-import { answerMessage } from "../../messages.js";
-import { requestKindName, type TaskStateName, taskStateName, taskStateNames } from "../../names.js";
+} from "@team-protocols/contract/team/v1/team_service_pb.js";
+import { type Command, Option } from "commander";
 import {
   asJson,
   type ConnectionOptions,

@@ -1,7 +1,7 @@
 import { styleText } from "node:util";
+import { describeTeamEvent, type TeamEventKind } from "@team-protocols/client/describe-event.js";
+import { TeamEventSchema } from "@team-protocols/contract/team/v1/feed_pb.js";
 import type { Command } from "commander";
-import { TeamEventSchema } from "../../../gen/team/v1/feed_pb.js";
-import { describeTeamEvent, type TeamEventKind } from "../../describe-event.js";
 import {
   asJson,
   type ConnectionOptions,

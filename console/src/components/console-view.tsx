@@ -1,4 +1,4 @@
-import { memberRoleName } from "../../../client/names.js";
+import { memberRoleName } from "@team-protocols/client/names.js";
 import { isLead, mayWrite, type Session } from "../session-state.js";
 import { useTeamState } from "../team-state.js";
 import { FeedPanel } from "./feed-panel.js";

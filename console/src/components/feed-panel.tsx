@@ -1,4 +1,4 @@
-import { describeEvent } from "../../../client/describe-event.js";
+import { describeEvent } from "@team-protocols/client/describe-event.js";
 import type { FeedStatus } from "../feed.js";
 import { refusalText } from "../refusal.js";
 import { FEED_LINES, type TeamState } from "../team-state.js";

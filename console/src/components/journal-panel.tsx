@@ -1,7 +1,7 @@
+import { attemptOutcomeName } from "@team-protocols/client/names.js";
+import { AttemptOutcome } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { Attempt } from "@team-protocols/contract/team/v1/records_pb.js";
 import { useEffect, useMemo, useState } from "preact/hooks";
-import { attemptOutcomeName } from "../../../client/names.js";
-import { AttemptOutcome } from "../../../gen/team/v1/enums_pb.js";
-import type { Attempt } from "../../../gen/team/v1/records_pb.js";
 import { refusalText } from "../refusal.js";
 import type { Session } from "../session-state.js";
 import type { TeamState } from "../team-state.js";

@@ -1,7 +1,11 @@
+import {
+  memberRoleName,
+  memberStatusName,
+  permissionModeName,
+} from "@team-protocols/client/names.js";
+import { MemberRole, MemberStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { Member } from "@team-protocols/contract/team/v1/records_pb.js";
 import { useState } from "preact/hooks";
-import { memberRoleName, memberStatusName, permissionModeName } from "../../../client/names.js";
-import { MemberRole, MemberStatus } from "../../../gen/team/v1/enums_pb.js";
-import type { Member } from "../../../gen/team/v1/records_pb.js";
 import { refusalText } from "../refusal.js";
 import type { Session } from "../session-state.js";
 import type { TeamState } from "../team-state.js";

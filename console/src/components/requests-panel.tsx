@@ -1,9 +1,9 @@
+import { describeMessage } from "@team-protocols/client/describe.js";
+import { answerMessage } from "@team-protocols/client/messages.js";
+import { requestKindName } from "@team-protocols/client/names.js";
+import { RequestKind } from "@team-protocols/contract/team/v1/enums_pb.js";
+import type { RequestRecord } from "@team-protocols/contract/team/v1/records_pb.js";
 import { useState } from "preact/hooks";
-import { describeMessage } from "../../../client/describe.js";
-import { answerMessage } from "../../../client/messages.js";
-import { requestKindName } from "../../../client/names.js";
-import { RequestKind } from "../../../gen/team/v1/enums_pb.js";
-import type { RequestRecord } from "../../../gen/team/v1/records_pb.js";
 import { refusalText } from "../refusal.js";
 import type { Session } from "../session-state.js";
 import type { TeamState } from "../team-state.js";

@@ -1,4 +1,4 @@
-import { MemberRole } from "../../../gen/team/v1/enums_pb.js";
+import { MemberRole } from "@team-protocols/contract/team/v1/enums_pb.js";
 import {
   attemptOutcomeFromProto,
   permissionModeFromProto,

@@ -1,5 +1,5 @@
 import type { DescMethod, Message as ProtoMessage } from "@bufbuild/protobuf";
-import { TeamService } from "../../../gen/team/v1/team_service_pb.js";
+import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import type { Caller } from "../../caller.js";
 import type { Refusal } from "../../errors.js";
 
