@@ -8,6 +8,7 @@ import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import { openDatabase } from "../../server/database-from-config.js";
 import {
   createScratchPgDatabase,
+  type DatabaseKind,
   databaseKinds,
   openTestDatabase,
   type TestDatabase,
@@ -62,6 +63,35 @@ async function expectRestored(env: TestEnv, written: Written): Promise<void> {
   expect(answered?.status).toBe(RequestStatus.APPROVED);
 }
 
+/**
+ * Opens the copy as the server opens its database (migrations included: none may be left to
+ * apply), starts a new app on it and checks it kept what was written.
+ */
+async function expectCopyServes(
+  kind: DatabaseKind,
+  where:
+    | { databaseUrl: string; dataDir?: undefined }
+    | { databaseUrl?: undefined; dataDir: string },
+  written: Written,
+): Promise<void> {
+  const { db, applied } = await openDatabase({
+    databaseUrl: where.databaseUrl,
+    dataDir: where.dataDir ?? "",
+    dbPoolSize: 5,
+  });
+  try {
+    expect(applied, "migrations applied to the copy").toEqual([]);
+    const env = await startTestEnv(kind, { db, url: where.databaseUrl, dispose: () => db.close() });
+    try {
+      await expectRestored(env, written);
+    } finally {
+      await env.close();
+    }
+  } finally {
+    await db.close();
+  }
+}
+
 const postgres = databaseKinds().find((k) => k.kind === "postgres");
 
 describe.skipIf(postgres?.skip !== false)("backup and restore [postgres]", () => {
@@ -78,20 +108,7 @@ describe.skipIf(postgres?.skip !== false)("backup and restore [postgres]", () =>
       await run("pg_dump", ["-Fc", "-f", dump, original.url as string]);
       await run("pg_restore", ["--no-owner", "-d", restored.url, dump]);
 
-      const { db, applied } = await openDatabase({
-        databaseUrl: restored.url,
-        dataDir: "",
-        dbPoolSize: 5,
-      });
-      expect(applied, "migrations applied to the restored copy").toEqual([]);
-      const copy: TestDatabase = { db, url: restored.url, dispose: () => db.close() };
-      const second = await startTestEnv("postgres", copy);
-      try {
-        await expectRestored(second, written);
-      } finally {
-        await second.close();
-        await copy.dispose();
-      }
+      await expectCopyServes("postgres", { databaseUrl: restored.url }, written);
     } finally {
       await original.dispose();
       await restored.drop();
@@ -116,20 +133,7 @@ describe("backup and restore [embedded]", () => {
       // The original is gone: only the copy can answer.
       await rm(dataDir, { recursive: true });
 
-      const { db: copyDb, applied } = await openDatabase({
-        databaseUrl: undefined,
-        dataDir: join(parent, "copy"),
-        dbPoolSize: 1,
-      });
-      expect(applied, "migrations applied to the copy").toEqual([]);
-      const copy: TestDatabase = { db: copyDb, url: undefined, dispose: () => copyDb.close() };
-      const second = await startTestEnv("embedded", copy);
-      try {
-        await expectRestored(second, written);
-      } finally {
-        await second.close();
-        await copy.dispose();
-      }
+      await expectCopyServes("embedded", { dataDir: join(parent, "copy") }, written);
     } finally {
       await rm(parent, { recursive: true, force: true });
     }
