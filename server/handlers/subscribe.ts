@@ -92,8 +92,8 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
     // applied here.
     checkRules({ method: TeamService.method.subscribe, request: req, caller });
     // Each stream holds a subscription, a generator and its write buffer while its client
-    // does not read: one token must not be able to open them without bound (bench "stalled" opens
-    // thousands).
+    // does not read: one token must not be able to open them without bound (bench
+    // "stalled" opens thousands).
     if (hub.countOf(caller.id) >= maxPerMember) {
       throw new LimitError(
         "subscriptions-per-member",
