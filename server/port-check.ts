@@ -1,7 +1,7 @@
 import net from "node:net";
 
 /**
- * Fails at once when the port is taken. The embedded database takes about 10 s to start, and
+ * Fails at once when the port is taken. The embedded database takes seconds to start, and
  * the real listen comes after it: without this check a taken port was reported only then.
  * (The listen itself still fails cleanly if the port is taken in between.)
  */

@@ -17,7 +17,7 @@ export function hashToken(token: string): Uint8Array {
 
 /**
  * The same hash as hex: the caller cache's key, made on every call. Node's one-shot hash()
- * takes a fifth of the time createHash().update().digest() does (0.27 against 1.4 µs here).
+ * takes a fraction of the time createHash().update().digest() does.
  */
 export function tokenHashHex(token: string): string {
   return hash("sha256", token, "hex");

@@ -18,9 +18,9 @@ export const MAX_SEQ = 9_223_372_036_854_775_807n;
 /**
  * What an inbox may hold unacked before sends to it are refused (limit "inbox-backlog"):
  * messages, and bytes of message bodies as stored. A recipient that never acks must not
- * make the server store without bound (one member stored 488 MiB in 20 s). 10,000 messages
- * is days of an agent's normal traffic; 64 MiB is 256 of the largest plans or 1,024 of the
- * largest texts. Acks make room again.
+ * make the server store without bound (one member could fill hundreds of MiB in seconds).
+ * 10,000 messages is days of an agent's normal traffic; 64 MiB is 256 of the largest plans
+ * or 1,024 of the largest texts. Acks make room again.
  */
 export interface BacklogLimits {
   maxMessages: number;

@@ -31,8 +31,8 @@ const DEFAULT_AWAIT_MS = 60_000;
 const MAX_AWAIT_MS = 15 * 60_000;
 /**
  * AwaitRequest answers this long before the caller's deadline, so that the answer arrives
- * in time: a tenth of the time left, within 100 ms..1 s (a fixed 50 ms was eaten by
- * event-loop lag on a busy machine, and the caller got DeadlineExceeded instead).
+ * in time: a tenth of the time left, within 100 ms..1 s (a small fixed margin was eaten
+ * by event-loop lag on a busy machine, and the caller got DeadlineExceeded instead).
  */
 const deadlineMargin = (timeLeftMs: number) => Math.min(1_000, Math.max(100, timeLeftMs / 10));
 

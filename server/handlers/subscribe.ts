@@ -92,8 +92,8 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
     // applied here.
     checkRules({ method: TeamService.method.subscribe, request: req, caller });
     // Each stream holds a subscription, a generator and its write buffer while its client
-    // does not read: one token must not be able to open them without bound (2,000 stalled
-    // streams took 2 GiB when each also held its page; bench "stalled").
+    // does not read: one token must not be able to open them without bound (bench
+    // "stalled" opens thousands).
     if (hub.countOf(caller.id) >= maxPerMember) {
       throw new LimitError(
         "subscriptions-per-member",
@@ -155,8 +155,8 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
  * While the consumer writes a message out, this generator is suspended at its yield. When
  * that write is not accepted (the client is not reading: its HTTP/2 window is full), the
  * rest of the page is let go at once, and read again from the last message written once
- * the stream drained. A stalled stream so holds its write buffer and nothing of the page:
- * 2,000 stalled streams each holding a page took 2 GiB.
+ * the stream drained. A stalled stream so holds its write buffer and nothing of the page,
+ * however many streams stall.
  */
 async function* deliverPage(
   reader: InboxReader,

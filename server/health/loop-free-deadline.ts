@@ -4,7 +4,7 @@
  * A ping that "took" 1 s may have been answered in a millisecond while our own loop was busy
  * (a flood of calls, a long synchronous task): its reply sat unread in the socket, and when
  * the loop came back the deadline's timer ran before the reply was read (Node runs timers
- * before I/O). Counted like that, health flipped to NOT_SERVING for 200 ms under a flood,
+ * before I/O). Counted like that, health flipped to NOT_SERVING under a flood of calls,
  * for no fault of the database.
  *
  * So the deadline advances in steps of `stepMs`; a step's timer that fires late was held

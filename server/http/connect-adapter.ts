@@ -62,7 +62,7 @@ export interface ConnectAdapterOptions {
  *   (`protocol/wire-message.js`); a 1 MiB bad value used to come back whole;
  * - a request that cannot be decoded is InvalidArgument, not Internal (a protobuf that does
  *   not parse, a compressed envelope without an encoding, a truncated gzip or br body).
- * test/connect-error-echo.test.ts and test/fuzz.test.ts show both on every protocol.
+ * test/wire/connect-error-echo.test.ts and test/wire/fuzz.test.ts show both on every protocol.
  */
 export function createConnectAdapter(options: ConnectAdapterOptions): NodeHandler {
   const { logger } = options;

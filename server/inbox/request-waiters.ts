@@ -3,8 +3,8 @@
  * this process right after the transition commits. A wake-up carries no data: the waiter
  * reads the record again, so an extra wake-up only costs a re-read. Transitions committed by
  * another server process arrive through the cluster bus; when its listener reconnects (its
- * events may have been lost) every waiter is woken. Waiters never poll: 1,000 of them
- * re-reading once a second made about 925 transactions a second.
+ * events may have been lost) every waiter is woken. Waiters never poll: a waiter
+ * re-reading once a second costs a transaction a second, and there may be many of them.
  */
 export interface RequestWaiters {
   /** Resolves on notify(requestId), after `timeoutMs`, or when `signal` aborts. */

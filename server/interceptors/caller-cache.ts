@@ -2,9 +2,9 @@ import type { Caller } from "../caller.js";
 
 /**
  * Token → caller, for active members only, so that a call does not cost a database round
- * trip before its real work (measured: the look-up was one of about 1.1 queries per Send
- * under load, and each query's socket write is the largest single cost in the server's
- * profile).
+ * trip before its real work (under load, with sends sharing their commits, the look-up was
+ * most of the queries a Send cost, and a query's socket write was the largest single cost in
+ * the server's CPU profile).
  *
  * A revoked token must stop working at once. Revocation (RemoveMember, an approved
  * shutdown) always ends the member's streams through the hub, on this process directly and

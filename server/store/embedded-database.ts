@@ -12,13 +12,13 @@ export interface EmbeddedDatabaseOptions {
   dataDir?: string;
   /**
    * A data folder to start from, as `dumpDataDir()` wrote it (a tarball). Tests open a
-   * migrated copy this way in about 0.35 s instead of 2–3 s for a fresh initdb.
+   * migrated copy this way in a fraction of the time a fresh initdb takes.
    */
   loadDataDir?: Blob;
   /**
    * PostgreSQL's shared_buffers. Default 16MB, against PostgreSQL's 128MB: the buffers are
-   * WebAssembly memory that PGlite never returns, and an idle embedded server measured
-   * 356 MB RSS with 128MB against 208 MB with 16MB (a tsx process alone is about 118 MB).
+   * WebAssembly memory that PGlite never returns, so the larger setting stays in an idle
+   * embedded server's resident memory for good (docs/performance.md, Memory).
    */
   sharedBuffers?: string;
 }

@@ -89,7 +89,7 @@ async function storeBatch(
   }>(
     // No two CTEs are joined on a key: their row estimates are guesses (a fresh team's
     // broadcast is estimated at one row and gets 1,000), and a nested loop over two CTE
-    // scans is quadratic (measured: 185 ms instead of 15 for a broadcast to 1,000). Rows
+    // scans is quadratic (a broadcast to 1,000 took many times as long). Rows
     // carry the batch index instead, and the message fields come from the parameter arrays
     // by that index; CTEs meet tables only by primary key.
     `WITH q AS (

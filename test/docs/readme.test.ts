@@ -1,6 +1,6 @@
-import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MemberStatus, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../../gen/team/v1/records_pb.js";
@@ -12,11 +12,12 @@ import { pythonPrerequisitesFor } from "../support/python-prerequisites.js";
 import {
   blocksUnder,
   blockUnder,
+  type CodeBlock,
   callsServerStream,
   findShown,
   jsonObjects,
+  markdownBlocks,
   RequestIds,
-  readmeBlocks,
   runBash,
   type ShellResult,
   shellSteps,
@@ -25,17 +26,20 @@ import {
 } from "../support/readme-samples.js";
 
 /**
- * The README's samples, read from README.md and run as written against a real server that
- * this file starts, on each database kind: the shell and TypeScript samples one after another
- * on one server, as a reader would. What is replaced, and only that: the README's address
- * 127.0.0.1:8080 by the test server's; `tp_...` by the token the sample says it stands for;
- * example request ids (`req_sCel...`) by the ids the server returned; the TypeScript
- * sample's import specifier "./client/..." by the repo's path to it.
+ * The samples of the README and docs/, read from the Markdown files and run as written against
+ * a real server that this file starts, on each database kind: the README's tour, the flows of
+ * docs/protocols.md and the TypeScript handshake of docs/agents.md one after another on one
+ * server, as a reader who follows the links would. What is replaced, and only that: the
+ * documented address 127.0.0.1:8080 by the test server's; `tp_...` by the token the sample says
+ * it stands for; example request ids (`req_sCel...`) by the ids the server returned; the
+ * TypeScript sample's import specifier "./client/..." by the repo's path to it.
  */
 
-const README_ADDRESS = "127.0.0.1:8080";
+const DOCUMENTED_ADDRESS = "127.0.0.1:8080";
 const STEP_TIMEOUT_MS = 30_000;
-const blocks = readmeBlocks();
+const readme = markdownBlocks("README.md");
+const protocols = markdownBlocks("docs/protocols.md");
+const agents = markdownBlocks("docs/agents.md");
 
 async function withServer(kind: DatabaseKind, run: (env: TestEnv) => Promise<void>) {
   const testDb = await openTestDatabase(kind);
@@ -52,23 +56,23 @@ async function withServer(kind: DatabaseKind, run: (env: TestEnv) => Promise<voi
 }
 
 const withAddress = (code: string, env: TestEnv) =>
-  code.replaceAll(README_ADDRESS, new URL(env.server.url).host);
+  code.replaceAll(DOCUMENTED_ADDRESS, new URL(env.server.url).host);
 
 /**
  * Runs a shell sample step by step from the repo root with bash: each command after the
  * definitions above it, with the tokens it needs exported. Checks each command exits 0, or
- * with a shown refusal's code times 8 (what the README says buf curl exits with), and
+ * with a shown refusal's code times 8 (what docs/agents.md says buf curl exits with), and
  * prints what the comments below it show; a server stream is stopped after its first message.
  */
-async function runShellSample(code: string, fenceLine: number, env: TestEnv): Promise<number> {
-  const steps = shellSteps(withAddress(code, env), fenceLine);
+async function runShellSample(block: CodeBlock, env: TestEnv): Promise<number> {
+  const steps = shellSteps(withAddress(block.code, env), block.line);
   const definitions: string[] = [];
   const tokens: Record<string, string> = {};
   const ids = new RequestIds();
   let previous: unknown[] = [];
   let commands = 0;
   for (const step of steps) {
-    const where = `README.md:${step.line}`;
+    const where = `${block.file}:${step.line}`;
     if (step.kind === "define") {
       definitions.push(step.text);
       continue;
@@ -112,7 +116,7 @@ async function runShellSample(code: string, fenceLine: number, env: TestEnv): Pr
     // The ids this response returned are the ones the example ids shown below it stand for.
     ids.saw(printed);
     for (const object of shownObjects(ids.substitute(step.shown))) {
-      expect(findShown(printed, object), `${context}\n(the README shows ${object.text})`).toEqual(
+      expect(findShown(printed, object), `${context}\n(the sample shows ${object.text})`).toEqual(
         [],
       );
     }
@@ -148,49 +152,26 @@ async function runTypeScriptSample(code: string, env: TestEnv): Promise<void> {
   }
 }
 
-describe("README.md has the samples this file runs", () => {
+describe("the README and docs/ have the samples this file runs", () => {
   it("finds each of them", () => {
-    expect(blocksUnder(blocks, "A 30-second tour", "sh")).toHaveLength(1);
-    expect(blocksUnder(blocks, "Both flows with `buf curl`", "sh")).toHaveLength(1);
-    expect(blocksUnder(blocks, "Client library", "ts")).toHaveLength(1);
-    expect(blocksUnder(blocks, "A Python agent", "python")).toHaveLength(1);
-  });
-
-  it("names in its Guarantees table only test files that exist (test/<kind>/<name>.test.ts)", async () => {
-    const readme = await readFile(join(repoRoot, "README.md"), "utf8");
-    const section = readme.slice(
-      readme.indexOf("\n## Guarantees"),
-      readme.indexOf("\n## Performance"),
-    );
-    const rows = section.split("\n").filter((l) => l.startsWith("| **"));
-    expect(rows.length, "the Guarantees table's rows").toBeGreaterThanOrEqual(10);
-    const files = new Set(
-      (await readdir(join(repoRoot, "test"), { recursive: true }))
-        .filter((f) => f.endsWith(".test.ts"))
-        .map((f) => basename(f, ".test.ts")),
-    );
-    for (const row of rows) {
-      const provedBy = row.split("|").at(-2) ?? "";
-      const names = [...provedBy.matchAll(/`([a-z0-9-]+)`/g)].map((m) => m[1] as string);
-      expect(names.length, row.slice(0, 60)).toBeGreaterThan(0);
-      for (const name of names) expect(files, `${row.slice(0, 60)}… names ${name}`).toContain(name);
-    }
+    expect(blocksUnder(readme, "A 30-second tour", "sh")).toHaveLength(1);
+    expect(blocksUnder(protocols, "Both flows with `buf curl`", "sh")).toHaveLength(1);
+    expect(blocksUnder(agents, "The client library", "ts")).toHaveLength(1);
+    expect(blocksUnder(agents, "A Python agent", "python")).toHaveLength(1);
   });
 });
 
 for (const { kind, skip } of databaseKinds()) {
-  describe.skipIf(skip)(`README samples against a real server [${kind}]`, () => {
-    // In README order on one server, as a reader runs them one after another: a sample that
-    // reused another's team name would fail here with already_exists.
-    it("the tour, both flows and the TypeScript handshake, in README order on one server", async () => {
-      const tour = blockUnder(blocks, "A 30-second tour", "sh");
-      const flows = blockUnder(blocks, "Both flows with `buf curl`", "sh");
-      const sample = blockUnder(blocks, "Client library", "ts");
-      expect(tour.line).toBeLessThan(flows.line);
-      expect(flows.line).toBeLessThan(sample.line);
+  describe.skipIf(skip)(`the README's and docs/' samples against a real server [${kind}]`, () => {
+    // One after another on one server, as a reader runs them following the README's links: a
+    // sample that reused another's team name would fail here with already_exists.
+    it("the README's tour, then the flows of docs/protocols.md, then the TypeScript handshake of docs/agents.md, on one server", async () => {
+      const tour = blockUnder(readme, "A 30-second tour", "sh");
+      const flows = blockUnder(protocols, "Both flows with `buf curl`", "sh");
+      const sample = blockUnder(agents, "The client library", "ts");
       await withServer(kind, async (env) => {
-        expect(await runShellSample(tour.code, tour.line, env)).toBeGreaterThanOrEqual(6);
-        expect(await runShellSample(flows.code, flows.line, env)).toBeGreaterThanOrEqual(12);
+        expect(await runShellSample(tour, env)).toBeGreaterThanOrEqual(6);
+        expect(await runShellSample(flows, env)).toBeGreaterThanOrEqual(12);
         await runTypeScriptSample(sample.code, env);
       });
     }, 480_000);
@@ -198,7 +179,7 @@ for (const { kind, skip } of databaseKinds()) {
 }
 
 // The Python sample needs Debian's grpcio and protoc, as test/interop/python.test.ts does.
-const runnable = await pythonPrerequisitesFor("the README's Python sample");
+const runnable = await pythonPrerequisitesFor("the Python sample of docs/agents.md");
 
 /**
  * The lead's side of the Python sample: waits for the agent's plan, then sends it a text,
@@ -232,14 +213,16 @@ async function driveTheLead(lead: TeamClient, agent: Promise<ShellResult>): Prom
 }
 
 for (const { kind, skip } of databaseKinds()) {
-  describe.skipIf(skip || !runnable)(`README's Python agent [${kind}]`, () => {
-    it("stubs from the README's protoc command; the agent has its plan approved and approves its shutdown", async () => {
-      const agent = blockUnder(blocks, "A Python agent", "python");
-      const stubsBlock = blockUnder(blocks, "Stubs for Python", "sh");
+  describe.skipIf(skip || !runnable)(`the Python agent of docs/agents.md [${kind}]`, () => {
+    it("stubs from the documented protoc command; the agent has its plan approved and approves its shutdown", async () => {
+      const agent = blockUnder(agents, "A Python agent", "python");
+      const stubsBlock = blockUnder(agents, "Stubs for Python", "sh");
       // The command that runs the agent: the sh block right after the Python one.
-      const runBlock = blocks[blocks.indexOf(agent) + 1];
+      const runBlock = agents[agents.indexOf(agent) + 1];
       if (runBlock?.lang !== "sh") {
-        throw new Error("README.md: the Python agent is not followed by the sh block to run it");
+        throw new Error(
+          "docs/agents.md: the Python agent is not followed by the sh block to run it",
+        );
       }
       // The Python part of the stubs block: from its "# Python" comment to the next blank line.
       const stubLines = stubsBlock.code.split("\n");

@@ -226,7 +226,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
     let memorySampler: NodeJS.Timeout | undefined;
     try {
       await Promise.all([0, 1, 2].map((slot) => replicas.start(slot)));
-      // Memory is a figure the README reports: each replica's peak resident set.
+      // Memory is a figure docs/performance.md reports: each replica's peak resident set.
       memorySampler = setInterval(() => replicas.samplePeakMemory(), 500);
 
       // The team: every member sends and every member subscribes.

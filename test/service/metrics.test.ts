@@ -36,7 +36,7 @@ function scrapeOverH2(url: string): Promise<{ status: number; body: string }> {
 const scrape = scrapeMetrics;
 const count = metricValue;
 
-/** Every family the README documents, with its type. */
+/** Every family docs/operations.md documents, with its type. */
 const FAMILIES: Record<string, string> = {
   team_rpc_calls_total: "counter",
   team_refusals_total: "counter",

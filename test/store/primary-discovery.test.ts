@@ -25,7 +25,7 @@ const unavailable = privatePostgresUnavailable();
 const skip = unavailable !== undefined && process.env.CI !== "true";
 if (skip) {
   process.stdout.write(
-    `\n*** SKIPPING test/primary-discovery.test.ts: ${unavailable}.\n` +
+    `\n*** SKIPPING test/store/primary-discovery.test.ts: ${unavailable}.\n` +
       "*** It needs PostgreSQL server binaries (apt-get install postgresql); mandatory under CI=true.\n\n",
   );
 }

@@ -8,31 +8,40 @@ import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 /**
- * The README's code samples, read from README.md itself, and what it takes to run its shell
- * samples step by step: shell definitions carried from step to step, `tp_...` placeholders
+ * The code samples of the README and docs/, read from the Markdown files themselves, and what
+ * it takes to run their shell samples step by step: shell definitions carried from step to step, `tp_...` placeholders
  * bound to the tokens earlier steps printed, example request ids bound to the ones the
  * server returned, and the output comments (`# {...}`, `# -> {...}`) turned into checks.
  */
 
 export interface CodeBlock {
+  /** The file it is in, relative to the repository's root (`docs/protocols.md`). */
+  file: string;
   /** The heading the block sits under (its text, without the #s). */
   heading: string;
   lang: string;
   code: string;
-  /** 1-based line of the opening fence in README.md. */
+  /** 1-based line of the opening fence in its file. */
   line: number;
 }
 
-export function readmeBlocks(path = join(repoRoot, "README.md")): CodeBlock[] {
+/** The fenced code blocks of a Markdown file, `file` relative to the repository's root. */
+export function markdownBlocks(file: string): CodeBlock[] {
   const blocks: CodeBlock[] = [];
   let heading = "";
   let open: { lang: string; line: number; lines: string[] } | undefined;
-  readFileSync(path, "utf8")
+  readFileSync(join(repoRoot, file), "utf8")
     .split("\n")
     .forEach((text, i) => {
       if (open) {
         if (/^```\s*$/.test(text)) {
-          blocks.push({ heading, lang: open.lang, code: open.lines.join("\n"), line: open.line });
+          blocks.push({
+            file,
+            heading,
+            lang: open.lang,
+            code: open.lines.join("\n"),
+            line: open.line,
+          });
           open = undefined;
         } else {
           open.lines.push(text);
@@ -56,7 +65,8 @@ export function blockUnder(blocks: CodeBlock[], heading: string, lang: string): 
 export function blocksUnder(blocks: CodeBlock[], heading: string, lang: string): CodeBlock[] {
   const found = blocks.filter((b) => b.heading.startsWith(heading) && b.lang === lang);
   if (found.length === 0) {
-    throw new Error(`README.md has no \`\`\`${lang} block under a heading "${heading}…"`);
+    const files = [...new Set(blocks.map((b) => b.file))].join(", ");
+    throw new Error(`${files} has no \`\`\`${lang} block under a heading "${heading}…"`);
   }
   return found;
 }
@@ -67,7 +77,7 @@ export type Step =
   | { kind: "define"; text: string; line: number }
   /** `NAME=tp_...`: the token the previous command printed, exported as NAME. */
   | { kind: "bind"; name: string; line: number }
-  /** A command, with the output the README shows for it (comment lines after it). */
+  /** A command, with the output the sample shows for it (comment lines after it). */
   | { kind: "run"; text: string; line: number; shown: string };
 
 /** Splits a shell sample into steps; `firstLine` is the block's fence line, for messages. */
@@ -183,7 +193,7 @@ export function jsonObjects(output: string): unknown[] {
 }
 
 /**
- * The output a README comment shows, as checks: one per shown object (`{...}`, or a run of
+ * The output a sample's comment shows, as checks: one per shown object (`{...}`, or a run of
  * fields ending with one), each a list of `"key":value` strings the printed JSON (compact)
  * must contain within one object that has the shown object's first key. A string value ending
  * in `...` is shown cut: its beginning must match. Elided parts (`...`) are not checked.
@@ -251,7 +261,7 @@ export function shownRefusal(shown: ShownObject[]): Code | undefined {
   if (!name) return undefined;
   const camel = name.replace(/(^|_)([a-z])/g, (_, __, c: string) => c.toUpperCase());
   const code = (Code as unknown as Record<string, Code | undefined>)[camel];
-  if (code === undefined) throw new Error(`the README shows an unknown code "${name}"`);
+  if (code === undefined) throw new Error(`a sample shows an unknown code "${name}"`);
   return code;
 }
 
@@ -260,7 +270,7 @@ export function callsServerStream(command: string): boolean {
   const method = /team\.v1\.TeamService\/(\w+)/.exec(command)?.[1];
   if (!method) return false;
   const found = TeamService.methods.find((m) => m.name === method);
-  if (!found) throw new Error(`the README calls TeamService/${method}, which the service lacks`);
+  if (!found) throw new Error(`a sample calls TeamService/${method}, which the service lacks`);
   return found.methodKind === "server_streaming";
 }
 

@@ -181,19 +181,19 @@ for (const { kind, skip } of databaseKinds()) {
         await scratch?.drop();
         await rm(dataDir, { recursive: true, force: true });
       }
-      // The embedded database initialises its data folder on disk first (~10 s on 2 cores).
+      // The embedded database first initialises its data folder on disk: hence the timeout.
     }, 120_000);
   });
 }
 
 describe("config: the slow-consumer cut (SLOW_CONSUMER_TIMEOUT_MS)", () => {
-  it("defaults to 30 s, the value README's configuration table gives, and reads the variable and the flag", async () => {
-    const readme = await readFile(
-      fileURLToPath(new URL("../../README.md", import.meta.url)),
+  it("defaults to 30 s, the value the configuration table of docs/operations.md gives, and reads the variable and the flag", async () => {
+    const operations = await readFile(
+      fileURLToPath(new URL("../../docs/operations.md", import.meta.url)),
       "utf8",
     );
-    const row = readme.split("\n").find((l) => l.startsWith("| `SLOW_CONSUMER_TIMEOUT_MS`"));
-    expect(row, "README's configuration table has the row").toBeDefined();
+    const row = operations.split("\n").find((l) => l.startsWith("| `SLOW_CONSUMER_TIMEOUT_MS`"));
+    expect(row, "the configuration table of docs/operations.md has the row").toBeDefined();
     const documented = Number(/\| `(\d+)` \|/.exec(row ?? "")?.[1]);
     expect(parseConfig([], {}).slowConsumerTimeoutMs).toBe(30_000);
     expect(documented).toBe(30_000);

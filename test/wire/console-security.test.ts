@@ -19,7 +19,7 @@ import { startTestEnv, type TestEnv, uniqueName } from "../support/harness.js";
  * with their content types and a strict Content-Security-Policy; no directory listing and no
  * path traversal; cross-origin calls refused unless CONSOLE_ALLOWED_ORIGINS names the origin.
  * These are HTTP-level checks with no database behaviour in them, so they run on the embedded
- * database only; test/console-browser.test.ts drives the console itself.
+ * database only; test/process/console-browser.test.ts drives the console itself.
  */
 
 interface Answer {

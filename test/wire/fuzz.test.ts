@@ -84,7 +84,7 @@ const logger = pino(
 // K7 (fixed): a call whose error message is huge. connect-es echoes the offending JSON value
 // in the parse error (unbounded). Every error message a server writes is now capped at 1 KiB
 // inside connect-es, before it is serialized or compressed (patches/, see
-// test/connect-error-echo.test.ts); and a response sent before the request body is in no
+// test/wire/connect-error-echo.test.ts); and a response sent before the request body is in no
 // longer loses the race with a connection closed on unread bytes ("response aborted"): the
 // rest of the body is read and dropped (server/http/oversized-request-bodies.ts).
 //

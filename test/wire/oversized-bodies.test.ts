@@ -65,7 +65,7 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
 
   it("HTTP/1.1: an error sent while 900 KB of the body are still on their way arrives whole, and the keep-alive connection is reused", async () => {
     // The first message's error quotes the offending value (900 KB here), capped to 1 KiB
-    // (test/connect-error-echo.test.ts), while the second message is still on its way. The
+    // (test/wire/connect-error-echo.test.ts), while the second message is still on its way. The
     // server used to close the connection with it unread: the client's writes failed and it
     // dropped the response half-read ("response aborted").
     const team = await env().team();
