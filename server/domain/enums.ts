@@ -3,6 +3,8 @@ import {
   PermissionMode as PermissionModeEnum,
   RequestKind as RequestKindEnum,
   RequestStatus as RequestStatusEnum,
+  TaskChange as TaskChangeEnum,
+  TaskProgress as TaskProgressEnum,
   TaskState as TaskStateEnum,
 } from "../../gen/team/v1/enums_pb.js";
 import type {
@@ -10,6 +12,8 @@ import type {
   PermissionMode,
   RequestKind,
   RequestStatus,
+  TaskChange,
+  TaskProgress,
   TaskState,
 } from "./words.js";
 
@@ -83,3 +87,23 @@ export const attemptOutcomes: Record<AttemptOutcome, AttemptOutcomeEnum> = {
 
 export const attemptOutcomeFromProto = (outcome: AttemptOutcomeEnum) =>
   filterWord(attemptOutcomes, outcome);
+
+export const taskProgresses: Record<TaskProgress, TaskProgressEnum> = {
+  pending: TaskProgressEnum.PENDING,
+  in_progress: TaskProgressEnum.IN_PROGRESS,
+  in_review: TaskProgressEnum.IN_REVIEW,
+  completed: TaskProgressEnum.COMPLETED,
+  deleted: TaskProgressEnum.DELETED,
+};
+
+export const taskProgressFromProto = (status: TaskProgressEnum) =>
+  filterWord(taskProgresses, status);
+
+export const taskChanges: Record<TaskChange, TaskChangeEnum> = {
+  created: TaskChangeEnum.CREATED,
+  updated: TaskChangeEnum.UPDATED,
+  owner: TaskChangeEnum.OWNER,
+  completed: TaskChangeEnum.COMPLETED,
+  deleted: TaskChangeEnum.DELETED,
+  unblocked: TaskChangeEnum.UNBLOCKED,
+};

@@ -9,6 +9,7 @@ import {
   EnvelopeStoredSchema,
   MemberChangedSchema,
   RequestChangedSchema,
+  TaskChangedSchema,
   type TeamEvent,
   TeamEventSchema,
 } from "../../gen/team/v1/feed_pb.js";
@@ -30,6 +31,8 @@ import {
   permissionModes,
   requestKinds,
   requestStatuses,
+  taskChanges,
+  taskProgresses,
   taskStates,
 } from "../domain/enums.js";
 import type { AttemptRow } from "../store/attempts.js";
@@ -115,7 +118,26 @@ export function toRequestRecord(r: RequestRecordFields): RequestRecord {
   });
 }
 
-export function toTask(t: TaskRow): Task {
+/** What a Task is made of: a task row as read, or the snapshot a feed event holds. */
+type TaskFields = Pick<
+  TaskRow,
+  | "taskId"
+  | "teamName"
+  | "state"
+  | "ownerName"
+  | "createdAt"
+  | "updatedAt"
+  | "subject"
+  | "description"
+  | "activeForm"
+  | "blockedBy"
+  | "openBlockers"
+  | "status"
+  | "ready"
+  | "createdByName"
+> & { blocks?: string[] };
+
+export function toTask(t: TaskFields): Task {
   return create(TaskSchema, {
     taskId: t.taskId,
     team: t.teamName,
@@ -123,6 +145,15 @@ export function toTask(t: TaskRow): Task {
     owner: t.ownerName,
     createdAt: timestampFromDate(t.createdAt),
     updatedAt: timestampFromDate(t.updatedAt),
+    subject: t.subject,
+    description: t.description,
+    activeForm: t.activeForm,
+    blockedBy: t.blockedBy,
+    blocks: t.blocks ?? [],
+    openBlockers: t.openBlockers,
+    status: taskProgresses[t.status],
+    ready: t.ready,
+    createdBy: t.createdByName,
   });
 }
 
@@ -183,6 +214,19 @@ export function toTeamEvent(team: string, e: FeedEvent): TeamEvent {
         },
       });
     }
+    case "task":
+      return create(TeamEventSchema, {
+        ...base,
+        change: {
+          case: "task",
+          value: create(TaskChangedSchema, {
+            change: taskChanges[e.change],
+            // As the change left it; updated then.
+            task: toTask({ ...e.task, teamName: team, updatedAt: e.at }),
+            by: e.by,
+          }),
+        },
+      });
     case "member":
       return create(TeamEventSchema, {
         ...base,
