@@ -9,6 +9,7 @@ import {
 } from "../store/requests.js";
 import { observerNotAddressable, unknownRecipient } from "../store/send.js";
 import { dependentsOf, lockTaskGraph } from "../store/task-dependencies.js";
+import { recordTaskEvents } from "../store/task-events.js";
 import {
   lockActiveTeammate,
   lockTask,
@@ -178,7 +179,7 @@ export async function moveTaskAndSettle(
     aftermath: Aftermath;
   },
 ): Promise<void> {
-  if (!(await moveTask(tx, q.task, q.to, { change: q.change, actorId: q.actorId }))) {
+  if (!(await moveTask(tx, q.task, q.to))) {
     // The task's row lock is held: nothing can have moved it since it was read.
     throw new Error(`task ${q.task.taskId} moved under its row lock`);
   }
@@ -186,6 +187,9 @@ export async function moveTaskAndSettle(
     if (other.id === q.requestId) continue;
     await cancelForTask(tx, other, q.actorId, q.why, q.aftermath);
   }
+  // After the cancellations: the event shows the task as the move left it (no sign-off
+  // pending any more, so not in review).
+  await recordTaskEvents(tx, q.task.teamId, [q.task.taskId], q.change, q.actorId);
 }
 
 async function cancelForTask(

@@ -172,14 +172,13 @@ export interface TaskMove {
 
 /**
  * Moves a task to a new state, owner and status, if it is still as the caller found it
- * (compare-and-set on state and owner), and records the change (`change`, by `actorId`).
- * Returns false when it had moved meanwhile.
+ * (compare-and-set on state and owner). Returns false when it had moved meanwhile. Its event
+ * is the caller's to record, once what the move settles (the task's other requests) is done.
  */
 export async function moveTask(
   tx: Queryable,
   task: Pick<TaskRow, "teamId" | "taskId" | "state" | "ownerId">,
   to: TaskMove,
-  event: { change: TaskChange; actorId: number },
 ): Promise<boolean> {
   const rows = await tx.query(
     `UPDATE tasks SET state = $5, owner_id = $6, status = $7, updated_at = clock_timestamp(),
@@ -188,9 +187,7 @@ export async function moveTask(
      RETURNING 1`,
     [task.teamId, task.taskId, task.state, task.ownerId, to.state, to.ownerId, to.status],
   );
-  if (rows.length !== 1) return false;
-  await recordTaskEvents(tx, task.teamId, [task.taskId], event.change, event.actorId);
-  return true;
+  return rows.length === 1;
 }
 
 /**
