@@ -15,9 +15,9 @@ import { createTranscript } from "./transcript.js";
  * task notifications; a shutdown rejected with a reason; shutdowns approved and the
  * teammates exiting. Beside it, a five-task plan on the task list: dave and erin race for its
  * one ready task, and the loser takes the next one when the winner's sign-off unblocks it. Exits 0 only if every step is confirmed by the server, within
- * DEMO_TIMEOUT_MS (default 60 s). Uses TEAM_URL when set, else its own throwaway server.
+ * DEMO_TIMEOUT_MS (default 120 s). Uses TEAM_URL when set, else its own throwaway server.
  */
-const timeoutMs = Number(process.env.DEMO_TIMEOUT_MS ?? 60_000);
+const timeoutMs = Number(process.env.DEMO_TIMEOUT_MS ?? 120_000);
 const transcript = createTranscript();
 const stop = new AbortController();
 const deadline = setTimeout(() => {

@@ -115,7 +115,7 @@ describe("npm run demo", () => {
     // The five teammates (alice, bob, carol, dave, erin) were started and none is left running.
     expect(pidsIn(run.output)).toHaveLength(5);
     for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
-  }, 120_000);
+  }, 180_000);
 
   it("uses the server at TEAM_URL when it is set", async () => {
     const server = await startServer({ DATA_DIR: await tempDataDir() });
@@ -128,7 +128,7 @@ describe("npm run demo", () => {
     expect(run.code, run.output).toBe(0);
     expect(run.output).toContain(`using ${server.url}`);
     for (const step of STEPS) expect(run.output).toContain(step);
-  }, 120_000);
+  }, 180_000);
 
   it("exits 1 naming the missing steps when they cannot happen in time, and leaves no teammate running", async () => {
     const server = await startServer({ DATA_DIR: await tempDataDir() });
