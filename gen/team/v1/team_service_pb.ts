@@ -918,7 +918,8 @@ export type ListTasksRequest = Message<"team.v1.ListTasksRequest"> & {
   ready: boolean;
 
   /**
-   * Only tasks that wait on an open task (not completed, not deleted). Not with `ready`.
+   * Only open tasks (neither completed nor deleted) that wait on an open task. Not with
+   * `ready`.
    *
    * @generated from field: bool blocked = 6;
    */
