@@ -7,13 +7,15 @@ import {
   permissionModeName,
   requestKindName,
   requestStatusName,
+  taskChangeName,
+  taskProgressName,
 } from "./names.js";
 
 // The team feed's one renderer: the console shows its parts in columns, `team watch` joins
 // them into a line. (Needs no Node API: the console bundles it.)
 
 /** What a team-feed event is about: the console's tag and `team watch`'s colour. */
-export type TeamEventKind = "message" | "request" | "member" | "unknown";
+export type TeamEventKind = "message" | "request" | "member" | "task" | "unknown";
 
 /** One event of the feed: what kind, who it concerns, and what happened. */
 export interface FeedLine {
@@ -55,6 +57,18 @@ export function describeEvent(event: TeamEvent): FeedLine {
           `${memberStatusName(m?.status ?? 0)}, mode ${permissionModeName(m?.permissionMode ?? 0)}`,
       };
     }
+    case "task": {
+      const t = change.value.task;
+      const owner = t?.owner ? `, owner ${t.owner}` : "";
+      const waits = t?.openBlockers.length ? `, blocked by ${t.openBlockers.join(", ")}` : "";
+      return {
+        kind: "task",
+        subject: `${t?.taskId ?? ""} (${t?.subject ?? ""})`,
+        detail:
+          `${taskChangeName(change.value.change)} by ${change.value.by}: ` +
+          `${taskProgressName(t?.status ?? 0)}${owner}${waits}${t?.ready ? ", ready" : ""}`,
+      };
+    }
     default:
       // A newer server's event kind: shown, not dropped, so the feed has no silent holes.
       return { kind: "unknown", subject: "", detail: "an event this client does not know" };
@@ -67,6 +81,7 @@ export function describeEvent(event: TeamEvent): FeedLine {
  *   21:04:05.123Z  alice → team-lead #3  text: done
  *   21:04:05.130Z  request plan_approval req_… alice → team-lead  approved
  *   21:04:05.140Z  member eye (observer)  added: active, mode default
+ *   21:04:05.150Z  task 3 (Write the docs)  unblocked by team-lead: pending, ready
  */
 export function describeTeamEvent(e: TeamEvent): { kind: TeamEventKind; line: string } {
   const { kind, subject, detail } = describeEvent(e);

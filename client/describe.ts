@@ -6,6 +6,7 @@ import {
   permissionModeName,
   requestKindName,
   requestStatusName,
+  taskProgressName,
   taskStateName,
   taskStatusName,
 } from "./names.js";
@@ -101,14 +102,22 @@ export function describeRequest(r: RequestRecord): string {
 
 /** One task, then its history of requests oldest first, one line each. */
 export function describeTask(task: Task, history: RequestRecord[] = []): string {
+  const ids = (list: string[]) => (list.length > 0 ? list.join(", ") : "-");
   const rows: [string, string][] = [
     ["task", task.taskId],
+    ["subject", task.subject],
+    ["status", `${taskProgressName(task.status)}${task.ready ? " (ready)" : ""}`],
     ["state", taskStateName(task.state)],
     ["owner", task.owner || "-"],
-    ["created", instant(task.createdAt)],
+    ["waits on", ids(task.blockedBy)],
+    ["open", ids(task.openBlockers)],
+    ["blocks", ids(task.blocks)],
+    ["created", `${instant(task.createdAt)}${task.createdBy ? ` by ${task.createdBy}` : ""}`],
     ["updated", instant(task.updatedAt)],
   ];
-  const lines = rows.map(([k, v]) => `${k.padEnd(9)}${v}`);
+  if (task.activeForm) rows.splice(2, 0, ["doing", task.activeForm]);
+  const lines = rows.map(([k, v]) => `${k.padEnd(10)}${v}`);
+  if (task.description) lines.push("details", indent(task.description));
   if (history.length > 0) {
     lines.push("history");
     for (const r of history) {

@@ -4,6 +4,7 @@ export type {
   EnvelopeStored,
   MemberChanged,
   RequestChanged,
+  TaskChanged,
   TeamEvent,
 } from "@team-protocols/contract/team/v1/feed_pb.js";
 export type {
@@ -45,8 +46,11 @@ export {
   type RequestStatusName,
   requestKindName,
   requestStatusName,
+  type TaskProgressName,
   type TaskStateName,
   type TaskStatusName,
+  taskChangeName,
+  taskProgressName,
   taskStateName,
   taskStatusName,
 } from "./names.js";
@@ -57,9 +61,11 @@ export {
   type AnswerOptions,
   type AttemptFilter,
   createTeamClient,
+  type NewTask,
   type RequestFilter,
   type RequestOptions,
   type SendOptions,
+  type TaskChanges,
   type TaskFilter,
   type TeamClient,
   type TeamClientOptions,

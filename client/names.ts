@@ -6,6 +6,9 @@ import {
   permissionModeWords,
   requestKindWords,
   requestStatusWords,
+  type TaskStatusWord,
+  taskChangeWords,
+  taskProgressWords,
   taskStateWords,
   taskStatusWords,
 } from "@team-protocols/contract/words.js";
@@ -18,21 +21,28 @@ export type {
   PermissionModeWord as PermissionModeName,
   RequestKindWord as RequestKindName,
   RequestStatusWord as RequestStatusName,
+  TaskProgressWord as TaskProgressName,
   TaskStateWord as TaskStateName,
-  TaskStatusWord as TaskStatusName,
 } from "@team-protocols/contract/words.js";
 
-export const taskStatusNames = taskStatusWords.words;
+/** The outcomes a member reports; "ready" is written by the server only. */
+export type TaskStatusName = Exclude<TaskStatusWord, "ready">;
+
+export const taskStatusNames = taskStatusWords.words.filter(
+  (w): w is TaskStatusName => w !== "ready",
+);
 export const requestStatusNames = requestStatusWords.words;
 export const requestKindNames = requestKindWords.words;
 export const taskStateNames = taskStateWords.words;
+export const taskProgressNames = taskProgressWords.words;
 export const permissionModeNames = permissionModeWords.words;
 export const attemptOutcomeNames = attemptOutcomeWords.words;
 
-export const taskStatusOf = taskStatusWords.valueOf;
+export const taskStatusOf = (name: TaskStatusName) => taskStatusWords.valueOf(name);
 export const requestStatusOf = requestStatusWords.valueOf;
 export const requestKindOf = requestKindWords.valueOf;
 export const taskStateOf = taskStateWords.valueOf;
+export const taskProgressOf = taskProgressWords.valueOf;
 export const permissionModeOf = permissionModeWords.valueOf;
 export const attemptOutcomeOf = attemptOutcomeWords.valueOf;
 
@@ -40,8 +50,10 @@ export const taskStatusName = taskStatusWords.wordOf;
 export const requestStatusName = requestStatusWords.wordOf;
 export const requestKindName = requestKindWords.wordOf;
 export const taskStateName = taskStateWords.wordOf;
+export const taskProgressName = taskProgressWords.wordOf;
 export const permissionModeName = permissionModeWords.wordOf;
 export const attemptOutcomeName = attemptOutcomeWords.wordOf;
 export const memberRoleName = memberRoleWords.wordOf;
 export const memberChangeName = memberChangeWords.wordOf;
 export const memberStatusName = memberStatusWords.wordOf;
+export const taskChangeName = taskChangeWords.wordOf;

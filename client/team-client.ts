@@ -1,7 +1,7 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { MemberRole } from "@team-protocols/contract/team/v1/enums_pb.js";
-import type { Member, RequestRecord } from "@team-protocols/contract/team/v1/records_pb.js";
+import type { Member, RequestRecord, Task } from "@team-protocols/contract/team/v1/records_pb.js";
 import {
   type AddMemberResponse,
   type CreateTeamResponse,
@@ -41,7 +41,9 @@ import {
   type RequestStatusName,
   requestKindOf,
   requestStatusOf,
+  type TaskProgressName,
   type TaskStateName,
+  taskProgressOf,
   taskStateOf,
 } from "./names.js";
 import { newMessageId, retryWhileUnavailable } from "./send-retry.js";
@@ -98,8 +100,37 @@ export interface TaskFilter {
   /** Only tasks this member holds (or held when they were done). */
   owner?: string;
   state?: TaskStateName;
+  /** Only this status (unset: any but deleted). */
+  status?: TaskProgressName;
+  /** Only tasks that may be claimed now: unowned, pending, nothing open blocking them. */
+  ready?: boolean;
+  /** Only open tasks that wait on an open task. */
+  blocked?: boolean;
   pageSize?: number;
   pageToken?: string;
+}
+
+export interface NewTask {
+  /** Unset: the team's next free number. */
+  taskId?: string;
+  description?: string;
+  /** What the owner shows while working on it ("Running the tests"). */
+  activeForm?: string;
+  /** Tasks of the team it waits on. */
+  blockedBy?: string[];
+}
+
+/** UpdateTask's changes; each unset one stays as it is. */
+export interface TaskChanges {
+  subject?: string;
+  description?: string;
+  activeForm?: string;
+  addBlockedBy?: string[];
+  removeBlockedBy?: string[];
+  addBlocks?: string[];
+  removeBlocks?: string[];
+  /** pending or in_progress (its owner), deleted (the lead). */
+  status?: TaskProgressName;
 }
 
 /** Options of an answer that goes back to the requester (looked up when `to` is not given). */
@@ -204,9 +235,15 @@ export interface TeamClient {
     feedback: string,
     options?: AnswerOptions,
   ): Promise<SendResponse>;
+  /** Any member but an observer: a new task on the team's list. */
+  createTask(subject: string, options?: NewTask): Promise<Task>;
+  /** The lead, or the task's owner for its own text and status (see UpdateTask). */
+  updateTask(taskId: string, changes: TaskChanges): Promise<Task>;
+  /** Lead: deletes a task; the tasks that waited only on it become ready. */
+  deleteTask(taskId: string): Promise<Task>;
   /** One task and its history of requests (claims, assignments, handoffs, sign-offs). */
   getTask(taskId: string): Promise<GetTaskResponse>;
-  /** Most recently changed first; the lead sees the team's, a teammate its own and unowned ones. */
+  /** The team's task list, most recently changed first. */
   listTasks(filter?: TaskFilter): Promise<ListTasksResponse>;
 
   getRequest(requestId: string): Promise<RequestRecord>;
@@ -362,12 +399,50 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
         resultSignoffResponseMessage(requestId, false, feedback),
         o,
       ),
+    createTask: async (subject, o = {}) =>
+      required(
+        (
+          await rpc.createTask(
+            {
+              subject,
+              taskId: o.taskId ?? "",
+              description: o.description ?? "",
+              activeForm: o.activeForm ?? "",
+              blockedBy: o.blockedBy ?? [],
+            },
+            call,
+          )
+        ).task,
+      ),
+    updateTask: async (taskId, c) =>
+      required(
+        (
+          await rpc.updateTask(
+            {
+              taskId,
+              ...(c.subject !== undefined ? { subject: c.subject } : {}),
+              ...(c.description !== undefined ? { description: c.description } : {}),
+              ...(c.activeForm !== undefined ? { activeForm: c.activeForm } : {}),
+              addBlockedBy: c.addBlockedBy ?? [],
+              removeBlockedBy: c.removeBlockedBy ?? [],
+              addBlocks: c.addBlocks ?? [],
+              removeBlocks: c.removeBlocks ?? [],
+              ...(c.status ? { status: taskProgressOf(c.status) } : {}),
+            },
+            call,
+          )
+        ).task,
+      ),
+    deleteTask: async (taskId) => required((await rpc.deleteTask({ taskId }, call)).task),
     getTask: (taskId) => rpc.getTask({ taskId }, call),
     listTasks: (f = {}) =>
       rpc.listTasks(
         {
           owner: f.owner ?? "",
           ...(f.state ? { state: taskStateOf(f.state) } : {}),
+          ...(f.status ? { status: taskProgressOf(f.status) } : {}),
+          ready: f.ready ?? false,
+          blocked: f.blocked ?? false,
           pageSize: f.pageSize ?? 0,
           pageToken: f.pageToken ?? "",
         },

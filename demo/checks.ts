@@ -6,10 +6,13 @@ import {
   PermissionMode,
   RequestKind,
   RequestStatus,
+  TaskProgress,
   TaskState,
+  TaskStatus,
 } from "../gen/team/v1/enums_pb.js";
 import type { RequestRecord } from "../gen/team/v1/records_pb.js";
 import type { LeadLog } from "./lead.js";
+import { PLAN } from "./racers.js";
 
 export interface Check {
   step: string;
@@ -39,6 +42,7 @@ export async function checkSteps(
       (r.status === RequestStatus.APPROVED || r.status === RequestStatus.REJECTED),
   );
   const reported = log.taskNotifications.filter((n) => n.from !== "");
+  const refused = journal.filter((a) => a.outcome === AttemptOutcome.REFUSED);
   const expectedSteps = records.length + answered.length + reported.length;
   // A task the walkthrough never recorded is a failed step, not a failed demo.
   const task = async (taskId: string) => (await lead.getTask(taskId).catch(() => undefined))?.task;
@@ -84,6 +88,24 @@ export async function checkSteps(
   const bobs = shutdowns("bob");
   const rejected = bobs.find((r) => r.status === RequestStatus.REJECTED);
   const rejectedAnswer = answer(rejected);
+  // The plan: five tasks as the lead made them; the race for plan-1 and what followed.
+  const planTasks = await Promise.all(PLAN.map((t) => task(t.id)));
+  const [plan1, plan2] = planTasks;
+  const { winner, loser } = log.race;
+  const raceRefusals = journal.filter(
+    (a) =>
+      a.outcome === AttemptOutcome.REFUSED &&
+      a.action === "task_claim_request" &&
+      a.rule === "one-owner" &&
+      (a.member === "dave" || a.member === "erin"),
+  );
+  const readyNotice = leadInbox.find(
+    (e) =>
+      e.from === "" &&
+      e.message?.kind.case === "taskNotification" &&
+      e.message.kind.value.status === TaskStatus.READY &&
+      e.message.kind.value.taskId === "plan-2",
+  );
   const stoppedAndExited = (name: string) =>
     shutdowns(name).some((r) => r.status === RequestStatus.APPROVED) &&
     member(name)?.status === MemberStatus.STOPPED &&
@@ -183,10 +205,43 @@ export async function checkSteps(
         ),
     },
     {
-      step: `the journal holds every protocol step (${expectedSteps}), accepted, none refused`,
+      step: "the lead made a five-task plan on the task list, each task waiting on the ones before",
+      ok: PLAN.every(
+        (t, i) =>
+          planTasks[i]?.subject === t.subject &&
+          planTasks[i]?.blockedBy.join(",") === t.blockedBy.join(","),
+      ),
+    },
+    {
+      step: "dave and erin raced for its one ready task: one claim held, the other refused (one-owner)",
       ok:
-        journal.length === expectedSteps &&
-        journal.every((a) => a.outcome === AttemptOutcome.ACCEPTED),
+        winner !== "" &&
+        raceRefusals.length === 1 &&
+        raceRefusals[0]?.member !== winner &&
+        plan1?.owner === winner &&
+        plan1.status === TaskProgress.COMPLETED,
+    },
+    {
+      step: "plan-1's sign-off made plan-2 ready, the lead was told, and the loser took it and completed it",
+      ok:
+        readyNotice !== undefined &&
+        loser !== "" &&
+        loser !== winner &&
+        plan2?.owner === loser &&
+        plan2.status === TaskProgress.COMPLETED &&
+        planTasks[3]?.ready === false &&
+        planTasks[3]?.openBlockers.join(",") === "plan-3",
+    },
+    {
+      step: "dave and erin approved their shutdowns, were stopped and exited 0",
+      ok: stoppedAndExited("dave") && stoppedAndExited("erin"),
+    },
+    {
+      step: `the journal holds every protocol step (${expectedSteps} accepted, and the one refused: the race's losing claim)`,
+      ok:
+        journal.length === expectedSteps + 1 &&
+        refused.length === 1 &&
+        refused[0]?.rule === "one-owner",
     },
   ];
 }

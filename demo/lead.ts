@@ -1,6 +1,8 @@
 import { requestKindName, requestStatusName } from "../client/names.js";
 import { toPromptText } from "../client/prompt-text.js";
 import type { TeamClient } from "../client/team-client.js";
+import { TaskStatus } from "../gen/team/v1/enums_pb.js";
+import { PLAN, readyWord } from "./racers.js";
 import type { Transcript } from "./transcript.js";
 
 /** What the lead saw and did, for the final check. */
@@ -8,7 +10,12 @@ export interface LeadLog {
   plans: string[];
   taskNotifications: { from: string; taskId: string; summary: string }[];
   shutdowns: { member: string; requestId: string; approve: boolean; reason: string }[];
+  /** Who won plan-1's race (its approved claim), and who took plan-2 after it. */
+  race: { winner: string; loser: string };
 }
+
+const RACERS = ["dave", "erin"];
+const EVERYONE = ["alice", "bob", "carol", ...RACERS];
 
 const REVIEW_FEEDBACK =
   "too risky: move files to trash/ instead of rm -rf, and keep the old parser behind a flag";
@@ -28,7 +35,12 @@ export async function runLead(
   transcript: Transcript,
   signal: AbortSignal,
 ): Promise<LeadLog> {
-  const log: LeadLog = { plans: [], taskNotifications: [], shutdowns: [] };
+  const log: LeadLog = {
+    plans: [],
+    taskNotifications: [],
+    shutdowns: [],
+    race: { winner: "", loser: "" },
+  };
   const say = (text: string) => transcript.line("team-lead", text);
   /** A request's state as the server has it, after an answer. */
   const confirm = async (requestId: string) => {
@@ -45,6 +57,16 @@ export async function runLead(
   let claims = 0;
   let signoffs = 0;
   const inbox = lead.inbox({ signal });
+  // The plan on the task list: five tasks, only the first ready.
+  for (const task of PLAN) {
+    await lead.createTask(task.subject, { taskId: task.id, blockedBy: task.blockedBy });
+  }
+  say(
+    `created the plan: ${PLAN.map((t) => `${t.id}${t.blockedBy.length ? ` (after ${t.blockedBy.join(", ")})` : ""}`).join(", ")}`,
+  );
+  for (const racer of RACERS) {
+    await lead.sendText(racer, "the plan is up: take the lowest ready task");
+  }
   say("welcoming the team");
   await lead.broadcast(
     "welcome: alice refactors the parser (plan first), bob runs the integration tests after",
@@ -68,6 +90,31 @@ export async function runLead(
         await lead.approvePlan(envelope.requestId, { to: envelope.from });
       }
       await confirm(envelope.requestId);
+    } else if (kind?.case === "taskClaimRequest" && kind.value.taskId.startsWith("plan-")) {
+      // The plan's claims are approved as they come: the server let only one through per task.
+      say(`approving ${envelope.from}'s claim of ${kind.value.taskId}`);
+      await lead.approveClaim(envelope.requestId, { to: envelope.from });
+      if (kind.value.taskId === "plan-1") log.race.winner = envelope.from;
+      else if (kind.value.taskId === "plan-2") log.race.loser = envelope.from;
+      await confirm(envelope.requestId);
+    } else if (kind?.case === "resultSignoffRequest" && kind.value.taskId.startsWith("plan-")) {
+      say(`signing off ${kind.value.taskId}`);
+      await lead.approveSignoff(envelope.requestId, { to: envelope.from });
+      await confirm(envelope.requestId);
+      if (kind.value.taskId === "plan-2") {
+        for (const racer of RACERS) await askToStop(racer, "the plan's first steps are done");
+      }
+    } else if (kind?.case === "taskNotification" && kind.value.status === TaskStatus.READY) {
+      // The server's word that a task of the plan became ready (plan-1's sign-off unblocked
+      // plan-2 and plan-3): the racer that lost plan-1 takes plan-2.
+      say(toPromptText(envelope));
+      const n = kind.value;
+      log.taskNotifications.push({ from: envelope.from, taskId: n.taskId, summary: n.summary });
+      const other = RACERS.find((r) => r !== log.race.winner);
+      if (n.taskId === "plan-2" && other) {
+        await lead.sendText(other, readyWord(n.taskId));
+        say(`told ${other} that ${n.taskId} is ready`);
+      }
     } else if (kind?.case === "taskClaimRequest") {
       claims++;
       const early = claims === 1;
@@ -114,7 +161,7 @@ export async function runLead(
       await confirm(r.requestId);
       if (r.approve) transcript.state(`${envelope.from} is stopped (its token no longer works)`);
       const stopped = new Set(log.shutdowns.filter((s) => s.approve).map((s) => s.member));
-      if (["alice", "bob", "carol"].every((m) => stopped.has(m))) break;
+      if (EVERYONE.every((m) => stopped.has(m))) break;
     }
   }
   return log;

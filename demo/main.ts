@@ -13,10 +13,11 @@ import { createTranscript } from "./transcript.js";
  * approved; a task claim rejected with a reason and another approved; a task assigned; a
  * handoff accepted (over MCP); a result sign-off rejected with feedback, then approved;
  * task notifications; a shutdown rejected with a reason; shutdowns approved and the
- * teammates exiting. Exits 0 only if every step is confirmed by the server, within
- * DEMO_TIMEOUT_MS (default 60 s). Uses TEAM_URL when set, else its own throwaway server.
+ * teammates exiting. Beside it, a five-task plan on the task list: dave and erin race for its
+ * one ready task, and the loser takes the next one when the winner's sign-off unblocks it. Exits 0 only if every step is confirmed by the server, within
+ * DEMO_TIMEOUT_MS (default 120 s). Uses TEAM_URL when set, else its own throwaway server.
  */
-const timeoutMs = Number(process.env.DEMO_TIMEOUT_MS ?? 60_000);
+const timeoutMs = Number(process.env.DEMO_TIMEOUT_MS ?? 120_000);
 const transcript = createTranscript();
 const stop = new AbortController();
 const deadline = setTimeout(() => {
@@ -45,6 +46,8 @@ try {
     ["alice", "planner"],
     ["bob", "tester"],
     ["carol", "mcp"],
+    ["dave", "racer"],
+    ["erin", "racer"],
   ] as const) {
     if (stop.signal.aborted) break;
     const { token } = await lead.addMember(name);
@@ -54,7 +57,12 @@ try {
   // A teammate that dies early ends the walkthrough at once instead of at the deadline.
   for (const t of teammates) void t.exited.then((code) => code !== 0 && stop.abort());
 
-  let log: LeadLog = { plans: [], taskNotifications: [], shutdowns: [] };
+  let log: LeadLog = {
+    plans: [],
+    taskNotifications: [],
+    shutdowns: [],
+    race: { winner: "", loser: "" },
+  };
   if (!stop.signal.aborted) log = await runLead(lead, transcript, stop.signal);
   const exitCodes: Record<string, number | null | undefined> = {};
   const aborted = new Promise((resolve) => {

@@ -15,7 +15,7 @@ const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 /** Starts demo/teammate.ts as its own process; its lines go to the transcript as `name`. */
 export function startTeammate(options: {
   name: string;
-  role: "planner" | "tester" | "mcp";
+  role: "planner" | "tester" | "racer" | "mcp";
   url: string;
   token: string;
   transcript: Transcript;

@@ -1,10 +1,11 @@
 import { describeEnvelope } from "../client/describe.js";
 import { createTeamClient } from "../client/team-client.js";
+import { createRacer } from "./racers.js";
 import { createPlanner, createTester, type TeammateContext } from "./teammates.js";
 import type { TeammateLine } from "./transcript.js";
 
 /**
- * One teammate process of the demo: TEAM_URL, TEAM_TOKEN and DEMO_ROLE (planner | tester)
+ * One teammate process of the demo: TEAM_URL, TEAM_TOKEN and DEMO_ROLE (planner | tester | racer)
  * in the environment. It reads its inbox from the start and lets its script answer each
  * envelope, writing what it sees and does to stdout as JSON lines for the transcript. Exits
  * 0 after approving its own shutdown, 1 on any failure.
@@ -15,10 +16,16 @@ const say = (text: string) => {
 };
 
 const role = process.env.DEMO_ROLE;
-const script =
-  role === "planner" ? createPlanner() : role === "tester" ? createTester() : undefined;
+const scripts: Record<string, () => ReturnType<typeof createPlanner>> = {
+  planner: createPlanner,
+  tester: createTester,
+  racer: createRacer,
+};
+const script = role ? scripts[role]?.() : undefined;
 if (!script || !process.env.TEAM_URL || !process.env.TEAM_TOKEN) {
-  process.stderr.write("usage: TEAM_URL=… TEAM_TOKEN=… DEMO_ROLE=planner|tester teammate.ts\n");
+  process.stderr.write(
+    "usage: TEAM_URL=… TEAM_TOKEN=… DEMO_ROLE=planner|tester|racer teammate.ts\n",
+  );
   process.exit(2);
 }
 

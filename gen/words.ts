@@ -10,6 +10,8 @@ import {
   PermissionMode,
   RequestKind,
   RequestStatus,
+  TaskChange,
+  TaskProgress,
   TaskState,
   TaskStatus,
 } from "./team/v1/enums_pb.js";
@@ -67,6 +69,8 @@ export type RequestKindWord = WordOf<typeof RequestKind>;
 export type RequestStatusWord = WordOf<typeof RequestStatus>;
 export type TaskStateWord = WordOf<typeof TaskState>;
 export type TaskStatusWord = WordOf<typeof TaskStatus>;
+export type TaskProgressWord = WordOf<typeof TaskProgress>;
+export type TaskChangeWord = WordOf<typeof TaskChange>;
 export type AttemptOutcomeWord = WordOf<typeof AttemptOutcome>;
 
 export const memberRoleWords = enumWords(MemberRole);
@@ -77,4 +81,6 @@ export const requestKindWords = enumWords(RequestKind);
 export const requestStatusWords = enumWords(RequestStatus);
 export const taskStateWords = enumWords(TaskState);
 export const taskStatusWords = enumWords(TaskStatus);
+export const taskProgressWords = enumWords(TaskProgress);
+export const taskChangeWords = enumWords(TaskChange);
 export const attemptOutcomeWords = enumWords(AttemptOutcome);

@@ -1,10 +1,11 @@
 /**
- * Takes docs/console.png, the README's picture of the web console: a throwaway server (the
- * embedded database in a temporary folder, a free port), a small team that has done a few
- * things, and Debian's chromium signed in as the lead, showing a plan waiting for an answer.
+ * Takes docs/console.png, the README's picture of the web console, and docs/console-tasks.png,
+ * its Tasks board alone: a throwaway server (the embedded database in a temporary folder, a
+ * free port), a small team that has done a few things and planned a few tasks, and Debian's
+ * chromium signed in as the lead, showing a plan waiting for an answer.
  *
- *   npm run screenshot                     writes docs/console.png
- *   npm run screenshot -- --out other.png
+ *   npm run screenshot                     writes docs/console.png and docs/console-tasks.png
+ *   npm run screenshot -- --out other.png  (the board beside it: other-tasks.png)
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -50,6 +51,21 @@ try {
   await alice.submitPlan(
     "1. add src/parser2/ behind the PARSER2 flag\n2. run both parsers on the corpus\n3. switch over when they agree",
   );
+  // The task list: a plan with dependencies, one task done, one in progress, one in review.
+  await lead.createTask("Tokenizer", { description: "src/parser2/tokens.ts" });
+  await lead.createTask("Grammar", { blockedBy: ["1"], activeForm: "Writing the grammar" });
+  await lead.createTask("Error messages", { blockedBy: ["1"] });
+  await lead.createTask("Corpus comparison", { blockedBy: ["2", "3"] });
+  await lead.createTask("Switch over", { blockedBy: ["4"] });
+  await lead.createTask("Benchmarks");
+  await lead.assignTask("1", "bob");
+  await lead.approveSignoff((await bob.requestSignoff("1", "tokenizer done")).requestId, {
+    to: "bob",
+  });
+  await lead.assignTask("2", "bob");
+  await bob.updateTask("2", { status: "in_progress" });
+  await lead.assignTask("3", "alice");
+  await alice.requestSignoff("3", "every error names its line and column");
 
   const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true });
   try {
@@ -61,8 +77,14 @@ try {
     await page.waitForSelector("#requests .request >> text=PARSER2");
     await page.waitForSelector("#journal tbody tr[data-outcome=refused]");
     await page.waitForSelector("#members tr[data-member=dashboard]");
+    await page.waitForSelector(
+      '#tasks .column-tasks[data-column=in_review] .task-card[data-task-id="3"]',
+    );
     await page.screenshot({ path: out, fullPage: true });
     console.log(`wrote ${out}`);
+    const board = out.replace(/\.png$/, "-tasks.png");
+    await page.locator("#tasks").screenshot({ path: board });
+    console.log(`wrote ${board}`);
   } finally {
     await browser.close();
   }

@@ -1,26 +1,22 @@
 import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
-import { describeTask } from "@team-protocols/client/describe.js";
 import {
   memberRoleName,
   memberStatusName,
   permissionModeName,
   requestKindNames,
   requestStatusNames,
-  taskStateName,
-  taskStateNames,
 } from "@team-protocols/client/names.js";
 import type { TeamClient } from "@team-protocols/client/team-client.js";
 import { MemberSchema, RequestRecordSchema } from "@team-protocols/contract/team/v1/records_pb.js";
 import {
-  GetTaskResponseSchema,
   ListAttemptsResponseSchema,
   ListRequestsResponseSchema,
-  ListTasksResponseSchema,
   SendResponseSchema,
 } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { z } from "zod";
 import type { Identity } from "./identity.js";
 import { messageInput, toMessageInit } from "./message-input.js";
+import { registerTaskTools } from "./task-tools.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { guarded, ok } from "./tool-result.js";
 import {
@@ -236,43 +232,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
       }),
   );
 
-  server.registerTool(
-    "get_task",
-    {
-      description:
-        "One task: its state (unowned, claimed, done), its owner, and its history of requests (claims, assignments, handoffs, sign-offs), oldest first. The lead sees any task; a teammate one it holds (or held when it was done) and unowned ones.",
-      inputSchema: { task_id: z.string().min(1).describe("The task's id.") },
-    },
-    ({ task_id }) =>
-      guarded(async () => {
-        const res = await client.getTask(task_id);
-        const text = res.task ? describeTask(res.task, res.history) : `task ${task_id}`;
-        return ok(text, json(GetTaskResponseSchema, res));
-      }),
-  );
-
-  server.registerTool(
-    "list_tasks",
-    {
-      description:
-        "Tasks, most recently changed first. The lead sees the team's; a teammate its own and unowned ones.",
-      inputSchema: {
-        owner: z.string().optional().describe("Only tasks this member holds (or held when done)."),
-        state: z.enum(taskStateNames).optional().describe("Only tasks in this state."),
-      },
-    },
-    ({ owner, state }) =>
-      guarded(async () => {
-        const page = await client.listTasks({
-          ...(owner ? { owner } : {}),
-          ...(state ? { state } : {}),
-        });
-        const lines = page.tasks.map(
-          (t) => `${t.taskId}: ${taskStateName(t.state)}${t.owner ? `, owner ${t.owner}` : ""}`,
-        );
-        return ok(lines.join("\n") || "No tasks.", json(ListTasksResponseSchema, page));
-      }),
-  );
+  registerTaskTools(server, ctx);
 
   server.registerTool(
     "journal",

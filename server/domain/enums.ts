@@ -5,6 +5,7 @@ import {
   permissionModeWords,
   requestKindWords,
   requestStatusWords,
+  taskProgressWords,
   taskStateWords,
 } from "@team-protocols/contract/words.js";
 import type { PermissionMode, RequestKind, RequestStatus } from "./words.js";
@@ -38,3 +39,4 @@ export const requestStatusFromProto = (status: number) => filterWord(requestStat
 export const taskStateFromProto = (state: number) => filterWord(taskStateWords, state);
 export const attemptOutcomeFromProto = (outcome: number) =>
   filterWord(attemptOutcomeWords, outcome);
+export const taskProgressFromProto = (status: number) => filterWord(taskProgressWords, status);

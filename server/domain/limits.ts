@@ -10,6 +10,10 @@ export const MAX_PLAN_BYTES = 256 * 1024;
 export const MAX_NOTE_BYTES = 16 * 1024;
 /** A task's result may be long (it is what the lead reads). */
 export const MAX_RESULT_BYTES = 256 * 1024;
+/** A task's subject and active form: one line each (Claude Code shows them in a list). */
+export const MAX_TASK_LINE_CHARS = 200;
+/** Task ids one CreateTask or UpdateTask may name as dependencies, all lists together. */
+export const MAX_DEPENDENCIES_PER_CALL = 100;
 export const MIN_TTL_MS = 1_000;
 export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
 /** Seqs are PostgreSQL bigints: a uint64 above this cannot name a message. */

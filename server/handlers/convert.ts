@@ -4,6 +4,7 @@ import {
   EnvelopeStoredSchema,
   MemberChangedSchema,
   RequestChangedSchema,
+  TaskChangedSchema,
   type TeamEvent,
   TeamEventSchema,
 } from "@team-protocols/contract/team/v1/feed_pb.js";
@@ -28,6 +29,8 @@ import {
   permissionModeWords,
   requestKindWords,
   requestStatusWords,
+  taskChangeWords,
+  taskProgressWords,
   taskStateWords,
 } from "@team-protocols/contract/words.js";
 import type { AttemptRow } from "../store/attempts.js";
@@ -95,7 +98,26 @@ export function toRequestRecord(r: RequestRecordFields): RequestRecord {
   });
 }
 
-export function toTask(t: TaskRow): Task {
+/** What a Task is made of: a task row as read, or the snapshot a feed event holds. */
+type TaskFields = Pick<
+  TaskRow,
+  | "taskId"
+  | "teamName"
+  | "state"
+  | "ownerName"
+  | "createdAt"
+  | "updatedAt"
+  | "subject"
+  | "description"
+  | "activeForm"
+  | "blockedBy"
+  | "openBlockers"
+  | "status"
+  | "ready"
+  | "createdByName"
+> & { blocks?: string[] };
+
+export function toTask(t: TaskFields): Task {
   return create(TaskSchema, {
     taskId: t.taskId,
     team: t.teamName,
@@ -103,6 +125,15 @@ export function toTask(t: TaskRow): Task {
     owner: t.ownerName,
     createdAt: timestampFromDate(t.createdAt),
     updatedAt: timestampFromDate(t.updatedAt),
+    subject: t.subject,
+    description: t.description,
+    activeForm: t.activeForm,
+    blockedBy: t.blockedBy,
+    blocks: t.blocks ?? [],
+    openBlockers: t.openBlockers,
+    status: taskProgressWords.valueOf(t.status),
+    ready: t.ready,
+    createdBy: t.createdByName,
   });
 }
 
@@ -163,6 +194,19 @@ export function toTeamEvent(team: string, e: FeedEvent): TeamEvent {
         },
       });
     }
+    case "task":
+      return create(TeamEventSchema, {
+        ...base,
+        change: {
+          case: "task",
+          value: create(TaskChangedSchema, {
+            change: taskChangeWords.valueOf(e.change),
+            // As the change left it; updated then.
+            task: toTask({ ...e.task, teamName: team, updatedAt: e.at }),
+            by: e.by,
+          }),
+        },
+      });
     case "member":
       return create(TeamEventSchema, {
         ...base,

@@ -84,6 +84,7 @@ export function membershipHandlers(deps: {
           teamId: caller.teamId,
           member: target,
           lead: caller.lead,
+          actorId: caller.id,
           why: "was removed by the lead",
           stop,
         });

@@ -7,6 +7,7 @@ import {
   deleteOldAttempts,
   deleteOldMemberEvents,
   deleteOldSends,
+  deleteOldTaskEvents,
 } from "../store/retention.js";
 
 const DAY_MS = 86_400_000;
@@ -17,8 +18,8 @@ export interface RetentionOptions {
   db: Database;
   logger: Logger;
   /**
-   * Acked messages, finished request records, idempotency keys and member events older
-   * than this many days are deleted. 0 keeps everything.
+   * Acked messages, finished request records, idempotency keys, member events and task
+   * events older than this many days are deleted. 0 keeps everything.
    */
   days: number;
   /** Protocol journal lines older than this many days are deleted. 0 keeps them all. */
@@ -32,6 +33,7 @@ export interface RetentionCounts {
   requests: number;
   sends: number;
   memberEvents: number;
+  taskEvents: number;
   attempts: number;
 }
 
@@ -66,6 +68,7 @@ export function startRetentionJob(options: RetentionOptions): RetentionJob {
       requests: 0,
       sends: 0,
       memberEvents: 0,
+      taskEvents: 0,
       attempts: 0,
     };
     if (options.days > 0) {
@@ -74,6 +77,7 @@ export function startRetentionJob(options: RetentionOptions): RetentionJob {
       counts.requests = await drain((c, l) => deleteFinishedRequests(db, c, l), cutoff);
       counts.sends = await drain((c, l) => deleteOldSends(db, c, l), cutoff);
       counts.memberEvents = await drain((c, l) => deleteOldMemberEvents(db, c, l), cutoff);
+      counts.taskEvents = await drain((c, l) => deleteOldTaskEvents(db, c, l), cutoff);
     }
     if (options.journalDays > 0) {
       const cutoff = new Date(now.getTime() - options.journalDays * DAY_MS);

@@ -11,7 +11,7 @@ import type { Aftermath } from "./task-ownership.js";
  * What a member's stop does to the protocols, inside the stopping transaction (an approved
  * shutdown, or RemoveMember): its tasks are locked first (task rows before request rows),
  * its pending requests canceled (cancel.ts), then `stop` changes the member row, then every
- * task it held goes back to unowned and the lead gets one server-written task_notification
+ * task it held goes back to unowned (and pending) and the lead gets one server-written task_notification
  * per task (status STOPPED, from "", naming the task), so the lead can give it to someone
  * else. The release is a statement of its own after the member row changed, so it also sees
  * a task given to the member by a transaction that committed meanwhile.
@@ -22,6 +22,8 @@ export async function stopMemberAndRelease<T>(
     teamId: number;
     member: { id: number; name: string };
     lead: { id: number; name: string };
+    /** The member whose call stops it (itself, or the lead removing it): the tasks' events name it. */
+    actorId: number;
     /** Completes "<member> ...": why it stopped. */
     why: string;
     stop: () => Promise<T>;
@@ -30,7 +32,7 @@ export async function stopMemberAndRelease<T>(
   await lockTasksOwnedBy(tx, q.member.id);
   const aftermath: Aftermath = await cancelRequestsOfStoppingMember(tx, q.member, q.why);
   const stopped = await q.stop();
-  for (const taskId of await releaseTasksOf(tx, q.member.id)) {
+  for (const taskId of await releaseTasksOf(tx, q.member.id, q.actorId)) {
     const [delivery] = await appendToInboxes(
       tx,
       {

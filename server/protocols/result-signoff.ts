@@ -4,6 +4,7 @@ import { lockTask } from "../store/tasks.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { openRequestPlan } from "./request-lifecycle.js";
 import { moveTaskAndSettle, refuseUnlessOwner, taskAnswerPlan } from "./task-ownership.js";
+import { unblockDependents } from "./task-readiness.js";
 
 /**
  * Result sign-off: a task's owner asks the lead to accept its result.
@@ -14,9 +15,12 @@ import { moveTaskAndSettle, refuseUnlessOwner, taskAnswerPlan } from "./task-own
  *   (lead-only-signoff, addressee-only), once (once-only), to the owner who asked
  *   (response-to-requester), with feedback when rejecting (feedback-on-reject).
  * - States: pending -> approved | rejected | expired | canceled.
- * - Approve: in the same transaction the task is done, its owner recorded as the one whose
- *   result it was; its other pending requests (a handoff racing the sign-off) are canceled
- *   and their parties told. A done task is final: no claim, assignment, handoff or sign-off.
+ * - Approve: in the same transaction the task is done (completed), its owner recorded as the
+ *   one whose result it was; its other pending requests (a handoff racing the sign-off) are
+ *   canceled and their parties told; the tasks waiting on it are unblocked, and each that is
+ *   now ready is announced to the lead (task-readiness.ts). A done task is final: no claim,
+ *   assignment, handoff or sign-off.
+ * - While the request is pending the task reads in_review.
  * - Reject or expiry: the owner keeps the task (and acts on the feedback).
  */
 export function planResultSignoffRequest(input: SendCall, message: Message): SendPlan {
@@ -54,16 +58,26 @@ export function planResultSignoffResponse(input: SendCall, message: Message): Se
     message: stored,
     requestId: answer.requestId,
     yes: answer.approve,
+    closes: true,
     async onYes(tx, request, task, aftermath) {
       if (task.ownerId !== request.fromId) {
         throw new Error(`sign-off ${request.id} is pending but its task moved`);
       }
       await moveTaskAndSettle(tx, {
         task,
-        to: { state: "done", ownerId: request.fromId },
+        to: { state: "done", ownerId: request.fromId, status: "completed" },
+        change: "completed",
         requestId: request.id,
         actorId: input.caller.id,
         why: `the result of task ${JSON.stringify(task.taskId)} was signed off: the task is done`,
+        aftermath,
+      });
+      await unblockDependents(tx, {
+        teamId: input.caller.teamId,
+        closed: task,
+        how: "completed",
+        actorId: input.caller.id,
+        lead: input.caller.lead,
         aftermath,
       });
     },

@@ -56,6 +56,7 @@ export function planShutdownResponse(input: SendCall, message: Message): SendPla
             teamId: input.caller.teamId,
             member: input.caller,
             lead: input.caller.lead,
+            actorId: input.caller.id,
             why: "has shut down",
             stop: () => markStopped(tx2, input.caller.id),
           }));

@@ -17,8 +17,9 @@ import {
  *
  * - Who: only the lead (lead-only-assign), to an active teammate, the Send's `to`
  *   (assign-to-teammate, known-recipient, observer-not-addressable), never "*".
- * - Refused like a claim: while the task is done (task-done), has an owner or a pending
- *   claim (one-owner). The first assignment of an id records the task.
+ * - Refused like a claim: while the task is deleted (task-deleted) or done (task-done), has an
+ *   owner or a pending claim (one-owner), or waits on an open task (task-blocked). The first
+ *   assignment of an id records the task. The task is pending until its owner starts it.
  * - Recorded as a task_assign request that is approved as it is made (resolved at creation),
  *   so it is in the task's history, ListRequests, the journal and the team feed; nobody
  *   answers it. The teammate receives the task_assign with its request_id.
@@ -34,14 +35,16 @@ export function planTaskAssign(input: SendCall, message: Message): SendPlan {
     requestId,
     async beforeAppend(tx) {
       const teamId = input.caller.teamId;
-      const task = await lockTask(tx, teamId, taskId, { record: true });
+      const task = await lockTask(tx, teamId, taskId, { record: { by: input.caller.id } });
       if (!task) throw new Error(`task ${taskId} not recorded`);
       await refuseUnlessClaimable(tx, task, "message.task_assign.task_id");
       const owner = await lockNewOwner(tx, teamId, input.to);
       ownerId = owner.id;
       await moveTaskAndSettle(tx, {
         task,
-        to: { state: "claimed", ownerId },
+        // Given, not yet begun: the owner marks it in_progress (UpdateTask).
+        to: { state: "claimed", ownerId, status: "pending" },
+        change: "owner",
         requestId,
         actorId: input.caller.id,
         why: `task ${JSON.stringify(taskId)} was assigned to "${owner.name}"`,

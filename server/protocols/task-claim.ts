@@ -6,6 +6,7 @@ import { openRequestPlan } from "./request-lifecycle.js";
 import {
   lockNewOwner,
   moveTaskAndSettle,
+  refuseIfBlocked,
   refuseUnlessClaimable,
   taskAnswerPlan,
 } from "./task-ownership.js";
@@ -15,15 +16,17 @@ import {
  *
  * - Request: `task_claim_request` (task_id, optional note), from a teammate to the lead
  *   (claim-to-lead, no-broadcast). The first claim (or assignment) of an id records the task.
- *   Refused while the task is done (task-done), has an owner or another pending claim
- *   (one-owner, naming them): under the task's row lock, so of racing claims exactly one is
+ *   Refused while the task is deleted (task-deleted) or done (task-done), has an owner or
+ *   another pending claim (one-owner, naming them), or waits on an open task (task-blocked,
+ *   naming the blockers): under the task's row lock, so of racing claims exactly one is
  *   pending at a time.
  * - Answer: `task_claim_response` (request_id, approve, reason), only from the lead
  *   (lead-only-assign, addressee-only), once (once-only), to the requester
  *   (response-to-requester), with a reason when rejecting (reason-on-reject).
  * - States: pending -> approved | rejected | expired | canceled.
- * - Approve: in the same transaction the requester becomes the owner (task claimed), checked
- *   to be still active under its member row lock. Reject or expiry: the task stays unowned
+ * - Approve: in the same transaction the requester becomes the owner (task claimed, status
+ *   in_progress), checked to be still active under its member row lock; refused (task-blocked)
+ *   if a dependency added meanwhile blocks the task. Reject or expiry: the task stays unowned
  *   and may be claimed again.
  */
 export function planTaskClaimRequest(input: SendCall, message: Message): SendPlan {
@@ -32,7 +35,9 @@ export function planTaskClaimRequest(input: SendCall, message: Message): SendPla
   return openRequestPlan("task_claim", input, message, {
     taskId,
     async beforeAppend(tx) {
-      const task = await lockTask(tx, input.caller.teamId, taskId, { record: true });
+      const task = await lockTask(tx, input.caller.teamId, taskId, {
+        record: { by: input.caller.id },
+      });
       if (!task) throw new Error(`task ${taskId} not recorded`);
       await refuseUnlessClaimable(tx, task, "message.task_claim_request.task_id");
     },
@@ -52,10 +57,14 @@ export function planTaskClaimResponse(input: SendCall, message: Message): SendPl
     requestId: answer.requestId,
     yes: answer.approve,
     async onYes(tx, request, task, aftermath) {
+      // A dependency added while the claim was pending blocks the approval too.
+      refuseIfBlocked(task, "message.task_claim_response.request_id");
       const owner = await lockNewOwner(tx, input.caller.teamId, request.fromName);
       await moveTaskAndSettle(tx, {
         task,
-        to: { state: "claimed", ownerId: owner.id },
+        // The claimant asked for it to work on it: it is in progress from now on.
+        to: { state: "claimed", ownerId: owner.id, status: "in_progress" },
+        change: "owner",
         requestId: request.id,
         actorId: input.caller.id,
         why: `task ${JSON.stringify(task.taskId)} was given to "${owner.name}"`,

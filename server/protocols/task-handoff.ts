@@ -68,7 +68,11 @@ export function planTaskHandoffResponse(input: SendCall, message: Message): Send
         : await lockNewOwner(tx, input.caller.teamId, input.caller.name);
       await moveTaskAndSettle(tx, {
         task,
-        to: owner ? { state: "claimed", ownerId: owner.id } : { state: "unowned", ownerId: null },
+        // A new owner takes the work as it stands; given back, it waits for the next one.
+        to: owner
+          ? { state: "claimed", ownerId: owner.id, status: task.storedStatus }
+          : { state: "unowned", ownerId: null, status: "pending" },
+        change: "owner",
         requestId: request.id,
         actorId: input.caller.id,
         why: owner

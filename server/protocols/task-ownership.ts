@@ -8,12 +8,15 @@ import {
   taskIdOfRequest,
 } from "../store/requests.js";
 import { observerNotAddressable, unknownRecipient } from "../store/send.js";
+import { dependentsOf, lockTaskGraph } from "../store/task-dependencies.js";
+import { recordTaskEvents } from "../store/task-events.js";
 import {
   lockActiveTeammate,
   lockTask,
+  lockTasks,
   moveTask,
+  type TaskMove,
   type TaskRow,
-  type TaskState,
 } from "../store/tasks.js";
 import type { Effects, SendCall, SendPlan } from "./protocol.js";
 import { answerRequest } from "./request-lifecycle.js";
@@ -23,10 +26,12 @@ import { deliverRequestUpdate } from "./request-updates.js";
  * What the task protocols share: the refusals about a task's state (task-done, one-owner,
  * and who holds it), moving ownership, and what a move does to the task's other requests.
  *
- * Lock order, in every transaction that takes more than one: the task's row, then request
- * rows (in id order), then member rows, then inboxes. An answer finds its request's task
- * first (unlocked), locks the task, then the request; a stopping member locks its tasks
- * before its requests (member-stop.ts).
+ * Lock order, in every transaction that takes more than one: the team's task-graph lock
+ * (only a transaction that changes dependencies or closes a task takes it), then task rows
+ * (several in id order), then request rows (in id order), then member rows, then inboxes. An
+ * answer finds its request's task first (unlocked), locks the task, then the request; a
+ * stopping member locks its tasks before its requests (member-stop.ts); an approved sign-off
+ * takes the graph lock, then its task and the tasks waiting on it, then the request.
  */
 
 /** What a step changed besides its own request: for the wake-ups after commit. */
@@ -45,28 +50,54 @@ export function wakeAftermath({ hub, waiters }: Effects, a: Aftermath): void {
   hub.wake(a.deliveries.map((d) => d.memberId));
 }
 
-/** task-done: a signed-off task is final. */
-export function refuseIfDone(task: TaskRow | undefined, field: string): void {
+/**
+ * task-deleted, then task-done: a deleted task, and a task whose result was signed off, are
+ * final: nothing may claim, assign, hand off, sign off or change them.
+ */
+export function refuseIfClosed(task: TaskRow | undefined, field: string): void {
+  if (task?.status === "deleted") {
+    throw new RuleViolationError(
+      "task-deleted",
+      "failed-precondition",
+      `task ${JSON.stringify(task.taskId)} was deleted by the lead: it cannot be claimed, ` +
+        "assigned, handed off, signed off, changed or depended on",
+      field,
+    );
+  }
   if (task?.state !== "done") return;
   throw new RuleViolationError(
     "task-done",
     "failed-precondition",
     `task ${JSON.stringify(task.taskId)} is done (its result by "${task.ownerName}" was signed off): ` +
-      "it cannot be claimed, assigned, handed off or signed off again",
+      "it cannot be claimed, assigned, handed off, signed off, changed or deleted again",
+    field,
+  );
+}
+
+/** task-blocked: a task is claimed or assigned only once nothing open blocks it. */
+export function refuseIfBlocked(task: TaskRow, field: string): void {
+  if (task.openBlockers.length === 0) return;
+  const names = task.openBlockers.map((id) => JSON.stringify(id)).join(", ");
+  throw new RuleViolationError(
+    "task-blocked",
+    "failed-precondition",
+    `task ${JSON.stringify(task.taskId)} is blocked by ${names}, not yet completed: it can be ` +
+      `claimed or assigned once ${task.openBlockers.length === 1 ? "that task is" : "those tasks are"} completed (ListTasks with ready lists what can be claimed now)`,
     field,
   );
 }
 
 /**
- * task-done, then one-owner: a task may be claimed or assigned only while nobody holds it and
- * no claim of it is pending. The refusal names the owner or the pending claim.
+ * task-deleted, task-done, then one-owner, then task-blocked: a task may be claimed or
+ * assigned only while nobody holds it, no claim of it is pending and nothing open blocks it.
+ * The refusal names the owner, the pending claim or the blockers.
  */
 export async function refuseUnlessClaimable(
   tx: Queryable,
   task: TaskRow,
   field: string,
 ): Promise<void> {
-  refuseIfDone(task, field);
+  refuseIfClosed(task, field);
   const id = JSON.stringify(task.taskId);
   if (task.state === "claimed") {
     throw new RuleViolationError(
@@ -87,6 +118,7 @@ export async function refuseUnlessClaimable(
       field,
     );
   }
+  refuseIfBlocked(task, field);
 }
 
 /** The owner-only rules: the task must be held by the caller (and not be done). */
@@ -97,7 +129,7 @@ export function refuseUnlessOwner(
   rule: "owner-only-handoff" | "owner-only-signoff",
   field: string,
 ): TaskRow {
-  refuseIfDone(task, field);
+  refuseIfClosed(task, field);
   if (task && task.state === "claimed" && task.ownerId === caller.id) return task;
   const what = rule === "owner-only-handoff" ? "hand it off" : "ask for its sign-off";
   throw new RuleViolationError(
@@ -137,8 +169,10 @@ export async function moveTaskAndSettle(
   tx: Queryable,
   q: {
     task: TaskRow;
-    to: { state: TaskState; ownerId: number | null };
-    /** The request this change answers or records: not canceled. */
+    to: TaskMove;
+    /** The feed's word for the move: owner, completed or deleted. */
+    change: "owner" | "completed" | "deleted";
+    /** The request this change answers or records: not canceled ("" when none). */
     requestId: string;
     actorId: number;
     why: string;
@@ -153,6 +187,9 @@ export async function moveTaskAndSettle(
     if (other.id === q.requestId) continue;
     await cancelForTask(tx, other, q.actorId, q.why, q.aftermath);
   }
+  // After the cancellations: the event shows the task as the move left it (no sign-off
+  // pending any more, so not in review).
+  await recordTaskEvents(tx, q.task.teamId, [q.task.taskId], q.change, q.actorId);
 }
 
 async function cancelForTask(
@@ -187,6 +224,12 @@ export function taskAnswerPlan(q: {
   message: Message;
   requestId: string;
   yes: boolean;
+  /**
+   * The answer closes the task on a yes (an approved sign-off): the team's task-graph lock
+   * is taken first, and the tasks waiting on it are locked with it, in id order, before the
+   * request (the lock order above), for onYes to unblock.
+   */
+  closes?: boolean;
   onYes: (tx: Queryable, request: RequestRow, task: TaskRow, aftermath: Aftermath) => Promise<void>;
 }): SendPlan {
   const aftermath = emptyAftermath();
@@ -197,7 +240,9 @@ export function taskAnswerPlan(q: {
     async beforeAppend(tx) {
       const taskId = await taskIdOfRequest(tx, teamId, q.requestId);
       // No such request, or one of another protocol: answerRequest refuses it (unknown-request).
-      const task = taskId ? await lockTask(tx, teamId, taskId) : undefined;
+      const task = taskId
+        ? await lockAnsweredTask(tx, teamId, taskId, q.yes && q.closes)
+        : undefined;
       await answerRequest(tx, {
         kind: q.kind,
         input: q.input,
@@ -217,4 +262,21 @@ export function taskAnswerPlan(q: {
       wakeAftermath(effects, aftermath);
     },
   };
+}
+
+/**
+ * The task an answer moves, locked. When the answer closes it, the team's task-graph lock
+ * first, then the task and the tasks waiting on it in id order (they cannot change while the
+ * graph lock is held).
+ */
+async function lockAnsweredTask(
+  tx: Queryable,
+  teamId: number,
+  taskId: string,
+  closes: boolean | undefined,
+): Promise<TaskRow | undefined> {
+  if (!closes) return lockTask(tx, teamId, taskId);
+  await lockTaskGraph(tx, teamId);
+  const rows = await lockTasks(tx, teamId, [taskId, ...(await dependentsOf(tx, teamId, taskId))]);
+  return rows.find((t) => t.taskId === taskId);
 }

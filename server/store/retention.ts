@@ -86,6 +86,24 @@ export async function deleteOldMemberEvents(db: Database, cutoff: Date, limit: n
 }
 
 /**
+ * Task events (WatchTeam's task changes, migration 008) recorded before `cutoff`, by the index
+ * on `at`. Tasks are read from their rows (GetTask, ListTasks), never from their events, so
+ * a feed from an old cursor only starts later.
+ */
+export async function deleteOldTaskEvents(db: Database, cutoff: Date, limit: number) {
+  const rows = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM task_events WHERE feed_position IN (
+         SELECT feed_position FROM task_events WHERE at < $1 ORDER BY at LIMIT $2)
+       RETURNING 1
+     )
+     SELECT count(*)::int AS n FROM gone`,
+    [cutoff, limit],
+  );
+  return rows[0]?.n ?? 0;
+}
+
+/**
  * Journal lines written before `cutoff`. The journal's trigger refuses every DELETE except
  * in a transaction that set team_protocols.retention (migration 004): this one.
  */

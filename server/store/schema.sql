@@ -241,8 +241,16 @@ CREATE TABLE public.tasks (
     created_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     updated_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
     change bigint NOT NULL,
+    subject text NOT NULL,
+    description text DEFAULT ''::text NOT NULL,
+    active_form text DEFAULT ''::text NOT NULL,
+    status text DEFAULT 'pending'::text NOT NULL,
+    created_by integer,
     CONSTRAINT tasks_check CHECK (((state = 'unowned'::text) = (owner_id IS NULL))),
-    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['unowned'::text, 'claimed'::text, 'done'::text])))
+    CONSTRAINT tasks_state_check CHECK ((state = ANY (ARRAY['unowned'::text, 'claimed'::text, 'done'::text]))),
+    CONSTRAINT tasks_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'in_progress'::text, 'completed'::text, 'deleted'::text]))),
+    CONSTRAINT tasks_status_state_check CHECK ((((state = 'done'::text) = (status = 'completed'::text)) AND ((state <> 'unowned'::text) OR (status = ANY (ARRAY['pending'::text, 'deleted'::text]))) AND ((status <> 'deleted'::text) OR (state = 'unowned'::text)))),
+    CONSTRAINT tasks_subject_check CHECK (((length(subject) >= 1) AND (length(subject) <= 200)))
 );
 
 --
@@ -261,6 +269,42 @@ CREATE SEQUENCE public.task_changes
 --
 
 ALTER SEQUENCE public.task_changes OWNED BY public.tasks.change;
+
+--
+-- Name: task_dependencies; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.task_dependencies (
+    team_id integer NOT NULL,
+    task_id text NOT NULL,
+    blocked_by text NOT NULL,
+    CONSTRAINT task_dependencies_check CHECK ((task_id <> blocked_by))
+);
+
+--
+-- Name: task_events; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.task_events (
+    feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    team_id integer NOT NULL,
+    task_id text NOT NULL,
+    change text NOT NULL,
+    actor_id integer NOT NULL,
+    state text NOT NULL,
+    status text NOT NULL,
+    owner_id integer,
+    created_by integer,
+    subject text NOT NULL,
+    description text NOT NULL,
+    active_form text NOT NULL,
+    blocked_by text[] NOT NULL,
+    open_blockers text[] NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    CONSTRAINT task_events_change_check CHECK ((change = ANY (ARRAY['created'::text, 'updated'::text, 'owner'::text, 'completed'::text, 'deleted'::text, 'unblocked'::text])))
+);
 
 --
 -- Name: teams; Type: TABLE; Schema: public; Owner: -
@@ -374,6 +418,20 @@ ALTER TABLE ONLY public.schema_migrations
 
 ALTER TABLE ONLY public.sends
     ADD CONSTRAINT sends_pkey PRIMARY KEY (sender_id, message_id);
+
+--
+-- Name: task_dependencies task_dependencies_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_dependencies
+    ADD CONSTRAINT task_dependencies_pkey PRIMARY KEY (team_id, task_id, blocked_by);
+
+--
+-- Name: task_events task_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_events
+    ADD CONSTRAINT task_events_pkey PRIMARY KEY (feed_position);
 
 --
 -- Name: tasks tasks_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -497,6 +555,24 @@ CREATE INDEX requests_pending_by_expiry ON public.requests USING btree (expires_
 --
 
 CREATE INDEX sends_by_age ON public.sends USING btree (created_at);
+
+--
+-- Name: task_dependencies_by_blocker; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX task_dependencies_by_blocker ON public.task_dependencies USING btree (team_id, blocked_by);
+
+--
+-- Name: task_events_by_age; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX task_events_by_age ON public.task_events USING btree (at);
+
+--
+-- Name: task_events_feed; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX task_events_feed ON public.task_events USING btree (team_id, feed_xid);
 
 --
 -- Name: tasks_by_change; Type: INDEX; Schema: public; Owner: -
@@ -626,6 +702,55 @@ ALTER TABLE ONLY public.requests
 
 ALTER TABLE ONLY public.sends
     ADD CONSTRAINT sends_sender_id_fkey FOREIGN KEY (sender_id) REFERENCES public.members(id);
+
+--
+-- Name: task_dependencies task_dependencies_team_id_blocked_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_dependencies
+    ADD CONSTRAINT task_dependencies_team_id_blocked_by_fkey FOREIGN KEY (team_id, blocked_by) REFERENCES public.tasks(team_id, task_id);
+
+--
+-- Name: task_dependencies task_dependencies_team_id_task_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_dependencies
+    ADD CONSTRAINT task_dependencies_team_id_task_id_fkey FOREIGN KEY (team_id, task_id) REFERENCES public.tasks(team_id, task_id);
+
+--
+-- Name: task_events task_events_actor_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_events
+    ADD CONSTRAINT task_events_actor_id_fkey FOREIGN KEY (actor_id) REFERENCES public.members(id);
+
+--
+-- Name: task_events task_events_created_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_events
+    ADD CONSTRAINT task_events_created_by_fkey FOREIGN KEY (created_by) REFERENCES public.members(id);
+
+--
+-- Name: task_events task_events_owner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_events
+    ADD CONSTRAINT task_events_owner_id_fkey FOREIGN KEY (owner_id) REFERENCES public.members(id);
+
+--
+-- Name: task_events task_events_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.task_events
+    ADD CONSTRAINT task_events_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: tasks tasks_created_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tasks
+    ADD CONSTRAINT tasks_created_by_fkey FOREIGN KEY (created_by) REFERENCES public.members(id);
 
 --
 -- Name: tasks tasks_owner_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -2,6 +2,7 @@ import type { MemberChangeWord as MemberChange } from "@team-protocols/contract/
 import type { Queryable } from "./database.js";
 import type { MemberRole, MemberStatus, PermissionMode } from "./members.js";
 import type { RequestKind, RequestStatus } from "./requests.js";
+import type { TaskChange, TaskProgress, TaskState } from "./tasks.js";
 
 /**
  * The team feed (WatchTeam): the events of one team that became visible between two database
@@ -9,7 +10,7 @@ import type { RequestKind, RequestStatus } from "./requests.js";
  * request and member, and why reading by snapshot difference never skips an event.
  */
 
-export type { MemberChange };
+export type { MemberChange, TaskChange };
 
 export type FeedEvent = { position: bigint; at: Date } & (
   | {
@@ -36,6 +37,27 @@ export type FeedEvent = { position: bigint; at: Date } & (
         responseBody: Uint8Array | null;
         createdAt: Date;
         expiresAt: Date;
+      };
+    }
+  | {
+      source: "task";
+      change: TaskChange;
+      /** The member whose call made the change. */
+      by: string;
+      /** The task as the change left it (blocks is not kept). */
+      task: {
+        taskId: string;
+        state: TaskState;
+        ownerName: string;
+        createdAt: Date;
+        subject: string;
+        description: string;
+        activeForm: string;
+        blockedBy: string[];
+        openBlockers: string[];
+        status: TaskProgress;
+        ready: boolean;
+        createdByName: string;
       };
     }
   | {
@@ -71,7 +93,7 @@ export interface FeedPage {
 interface FeedSqlRow {
   upto: string;
   fetched: bigint | null;
-  source: "envelope" | "request" | "member" | null;
+  source: "envelope" | "request" | "member" | "task" | null;
   position: bigint | null;
   recipient: string | null;
   seq: bigint | null;
@@ -98,6 +120,20 @@ interface FeedSqlRow {
   permission_mode: PermissionMode | null;
   member_created_at: Date | null;
   member_at: Date | null;
+  task_change: TaskChange | null;
+  task_id: string | null;
+  task_by: string | null;
+  task_state: TaskState | null;
+  task_status: TaskProgress | null;
+  task_owner: string | null;
+  task_created_by: string | null;
+  task_subject: string | null;
+  task_description: string | null;
+  task_active_form: string | null;
+  task_blocked_by: string[] | null;
+  task_open_blockers: string[] | null;
+  task_created_at: Date | null;
+  task_at: Date | null;
 }
 
 // The window's end: the snapshot the cursor names, or this statement's own snapshot (the one
@@ -136,6 +172,8 @@ export async function readTeamFeed(
          ${windowOf("request_events", "'request', e.feed_position, NULL::int, NULL::bigint")}
          UNION ALL
          ${windowOf("member_events", "'member', e.feed_position, NULL::int, NULL::bigint")}
+         UNION ALL
+         ${windowOf("task_events", "'task', e.feed_position, NULL::int, NULL::bigint")}
        ) u
        ORDER BY position LIMIT $5
      ),
@@ -148,8 +186,15 @@ export async function readTeamFeed(
               r.created_at AS request_created_at, re.at AS request_at, r.expires_at,
               me.change, mm.name AS member_name, me.role, me.status AS member_status,
               me.permission_mode, mm.created_at AS member_created_at, me.at AS member_at,
+              te.change AS task_change, te.task_id, ta.name AS task_by, te.state AS task_state,
+              te.status AS task_status, tw.name AS task_owner, tc.name AS task_created_by,
+              te.subject AS task_subject, te.description AS task_description,
+              te.active_form AS task_active_form, te.blocked_by AS task_blocked_by,
+              te.open_blockers AS task_open_blockers, te.created_at AS task_created_at,
+              te.at AS task_at,
               coalesce(octet_length(m.body), 0) + coalesce(octet_length(r.request_body), 0)
-                + coalesce(octet_length(r.response_body), 0) AS size
+                + coalesce(octet_length(r.response_body), 0)
+                + coalesce(octet_length(te.description), 0) AS size
        FROM picked p
        LEFT JOIN messages m ON p.source = 'envelope' AND m.recipient_id = p.member_id AND m.seq = p.seq
        LEFT JOIN members rcp ON rcp.id = m.recipient_id
@@ -159,6 +204,10 @@ export async function readTeamFeed(
        LEFT JOIN members rt ON rt.id = r.to_id
        LEFT JOIN member_events me ON p.source = 'member' AND me.feed_position = p.position
        LEFT JOIN members mm ON mm.id = me.member_id
+       LEFT JOIN task_events te ON p.source = 'task' AND te.feed_position = p.position
+       LEFT JOIN members ta ON ta.id = te.actor_id
+       LEFT JOIN members tw ON tw.id = te.owner_id
+       LEFT JOIN members tc ON tc.id = te.created_by
      ),
      page AS (
        SELECT *, sum(size) OVER (ORDER BY position) - size AS before, count(*) OVER () AS fetched
@@ -215,6 +264,32 @@ function toFeedEvent(r: FeedSqlRow): FeedEvent {
         responseBody: r.response_body,
         createdAt: r.request_created_at as Date,
         expiresAt: r.expires_at as Date,
+      },
+    };
+  }
+  if (r.source === "task") {
+    const openBlockers = r.task_open_blockers ?? [];
+    const state = r.task_state as TaskState;
+    const status = r.task_status as TaskProgress;
+    return {
+      source: "task",
+      position,
+      at: r.task_at as Date,
+      change: r.task_change as TaskChange,
+      by: r.task_by ?? "",
+      task: {
+        taskId: r.task_id ?? "",
+        state,
+        ownerName: r.task_owner ?? "",
+        createdAt: r.task_created_at as Date,
+        subject: r.task_subject ?? "",
+        description: r.task_description ?? "",
+        activeForm: r.task_active_form ?? "",
+        blockedBy: r.task_blocked_by ?? [],
+        openBlockers,
+        status,
+        ready: state === "unowned" && status === "pending" && openBlockers.length === 0,
+        createdByName: r.task_created_by ?? "",
       },
     };
   }

@@ -49,9 +49,14 @@ const STEPS = [
   "✓ the lead assigned parser-refactor to alice",
   "✓ alice's first sign-off was rejected with feedback, the second approved: parser-refactor is done",
   "✓ bob handed e2e-suite to carol, who accepted over MCP; her stop released it to the lead",
-  // 12 requests (2 plans, 4 shutdowns, 2 claims, 1 assignment, 1 handoff, 2 sign-offs), their
-  // 11 answers (an assignment has none) and 5 task notifications from members.
-  "✓ the journal holds every protocol step (28), accepted, none refused",
+  "✓ the lead made a five-task plan on the task list, each task waiting on the ones before",
+  "✓ dave and erin raced for its one ready task: one claim held, the other refused (one-owner)",
+  "✓ plan-1's sign-off made plan-2 ready, the lead was told, and the loser took it and completed it",
+  "✓ dave and erin approved their shutdowns, were stopped and exited 0",
+  // 18 requests (2 plans, 6 shutdowns, 4 claims, 1 assignment, 1 handoff, 4 sign-offs), their
+  // 17 answers (an assignment has none) and 5 task notifications from members; and the race's
+  // refused claim.
+  "✓ the journal holds every protocol step (40 accepted, and the one refused: the race's losing claim)",
 ];
 
 /** The teammates' process ids, from the transcript's "started (pid N)" lines. */
@@ -103,10 +108,14 @@ describe("npm run demo", () => {
     );
     expect(run.output).toMatch(/carol +next tool call: refused: unauthenticated: token revoked/);
     expect(run.output).toMatch(/state +carol exited with code 0/);
-    // The three teammates (alice, bob, carol) were started and none is left running.
-    expect(pidsIn(run.output)).toHaveLength(3);
+    // The plan on the task list: the race's loser told, and the server's ready notice.
+    expect(run.output).toMatch(/(dave|erin) +lost the race for plan-1: one-owner: /);
+    expect(run.output).toMatch(/team-lead +told (dave|erin) that plan-2 is ready/);
+    expect(run.output).toContain("<status>ready</status>");
+    // The five teammates (alice, bob, carol, dave, erin) were started and none is left running.
+    expect(pidsIn(run.output)).toHaveLength(5);
     for (const pid of pidsIn(run.output)) expect(alive(pid)).toBe(false);
-  }, 120_000);
+  }, 180_000);
 
   it("uses the server at TEAM_URL when it is set", async () => {
     const server = await startServer({ DATA_DIR: await tempDataDir() });
@@ -119,7 +128,7 @@ describe("npm run demo", () => {
     expect(run.code, run.output).toBe(0);
     expect(run.output).toContain(`using ${server.url}`);
     for (const step of STEPS) expect(run.output).toContain(step);
-  }, 120_000);
+  }, 180_000);
 
   it("exits 1 naming the missing steps when they cannot happen in time, and leaves no teammate running", async () => {
     const server = await startServer({ DATA_DIR: await tempDataDir() });
@@ -133,11 +142,11 @@ describe("npm run demo", () => {
     expect(run.output).toContain("timed out after 1500 ms");
     expect(run.output).toContain("demo FAILED");
     expect(run.output).toMatch(/^✗ /m);
-    // Teammates started before the timeout (at least one, at most alice, bob and carol)
-    // and none is left running.
+    // Teammates started before the timeout (at least one, at most all five) and none is left
+    // running.
     const pids = pidsIn(run.output);
     expect(pids.length, run.output).toBeGreaterThan(0);
-    expect(pids.length).toBeLessThanOrEqual(3);
+    expect(pids.length).toBeLessThanOrEqual(5);
     for (const pid of pids) expect(alive(pid)).toBe(false);
   }, 120_000);
 });

@@ -111,7 +111,9 @@ describe("team task", () => {
     expect(prompt).toContain(`team-lead signed off your result (request ${s2}): the task is done.`);
 
     const shown = ok(await runTeam(["task", "get", "t-1"], t.env("team-lead"))).stdout;
-    expect(shown).toMatch(/^task {5}t-1\nstate {4}done\nowner {4}bob\n/);
+    expect(shown).toMatch(
+      /^task {6}t-1\nsubject {3}t-1\nstatus {4}completed\nstate {5}done\nowner {5}bob\n/,
+    );
     expect(shown.match(/^ {2}\S+Z {2}\w+ /gm)).toHaveLength(5);
     expect(shown).toMatch(new RegExp(`task_handoff alice → bob {2}approved {2}${offered}`));
     const got = json(await runTeam(["task", "get", "t-1", "--json"], t.env("bob")));
@@ -144,10 +146,10 @@ describe("team task", () => {
     expect(notLead.stderr).toMatch(/^team: refused by rule lead-only-assign /);
 
     const listed = ok(await runTeam(["task", "list"], t.env("team-lead"))).stdout.split("\n");
-    expect(listed[0]).toMatch(/^TASK\s+STATE\s+OWNER\s+UPDATED$/);
+    expect(listed[0]).toMatch(/^TASK\s+STATUS\s+OWNER\s+WAITS ON\s+UPDATED\s+SUBJECT$/);
     expect(listed.slice(1, 3).sort()).toEqual([
-      expect.stringMatching(/^t-2\s+claimed\s+alice\s+\S+Z$/),
-      expect.stringMatching(/^t-3\s+unowned\s+-\s+\S+Z$/),
+      expect.stringMatching(/^t-2\s+pending\s+alice\s+-\s+\S+Z\s+t-2$/),
+      expect.stringMatching(/^t-3\s+pending \(ready\)\s+-\s+-\s+\S+Z\s+t-3$/),
     ]);
     const unowned = json(
       await runTeam(["task", "list", "--state", "unowned", "--json"], t.env("alice")),
@@ -163,4 +165,62 @@ describe("team task", () => {
     );
     expect(mine.tasks.map((x: { taskId: string }) => x.taskId)).toEqual(["t-2"]);
   }, 90_000);
+
+  it("create, update (text, dependencies, status), list --ready / --blocked, delete; refusals name their rule", async () => {
+    const t = await team(["alice"]);
+    const lead = t.env("team-lead");
+    expect(ok(await runTeam(["task", "create", "Write", "the", "parser"], lead)).stdout).toBe(
+      "created task 1 (ready)\n",
+    );
+    expect(
+      ok(
+        await runTeam(
+          ["task", "create", "Test it", "--blocked-by", "1", "--active-form", "Testing"],
+          lead,
+        ),
+      ).stdout,
+    ).toBe("created task 2 (blocked by 1)\n");
+    const docs = json(
+      await runTeam(
+        ["task", "create", "Document it", "--id", "docs", "--file", "-", "--json"],
+        t.env("alice"),
+        "README and --help\n",
+      ),
+    );
+    expect(docs).toMatchObject({
+      taskId: "docs",
+      description: "README and --help\n",
+      createdBy: "alice",
+    });
+    ok(await runTeam(["task", "update", "docs", "--add-blocked-by", "1,2"], lead));
+
+    const ready = ok(await runTeam(["task", "list", "--ready"], t.env("alice"))).stdout;
+    expect(ready.split("\n").slice(1, -1)).toEqual([
+      expect.stringMatching(/^1\s+pending \(ready\)\s+-\s+-\s+\S+Z\s+Write the parser$/),
+    ]);
+    const blocked = ok(await runTeam(["task", "list", "--blocked"], t.env("alice"))).stdout;
+    expect(blocked).toMatch(/^2\s+pending\s+-\s+1\s+/m);
+    expect(blocked).toMatch(/^docs\s+pending\s+-\s+1,2\s+\S+Z\s+Document it$/m);
+    expect((await runTeam(["task", "list", "--ready", "--blocked"], lead)).code).toBe(2);
+
+    const cycle = await runTeam(["task", "update", "1", "--add-blocked-by", "docs"], lead);
+    expect(cycle.code).toBe(1);
+    expect(cycle.stderr).toMatch(/^team: refused by rule no-cycle .*"1" -> "docs" -> "1"/);
+    const blockedClaim = await runTeam(["task", "claim", "2"], t.env("alice"));
+    expect(blockedClaim.stderr).toMatch(/^team: refused by rule task-blocked .*blocked by "1"/);
+    const byHand = await runTeam(["task", "update", "1", "--status", "completed"], lead);
+    expect(byHand.stderr).toMatch(/^team: refused by rule signoff-completes /);
+
+    ok(await runTeam(["task", "assign", "1", "alice"], lead));
+    const started = ok(
+      await runTeam(["task", "update", "1", "--status", "in_progress"], t.env("alice")),
+    ).stdout;
+    expect(started).toMatch(/^status {4}in_progress$/m);
+    const notLead = await runTeam(["task", "delete", "docs"], t.env("alice"));
+    expect(notLead.stderr).toMatch(/^team: refused by rule owner-or-lead-updates /);
+    expect(ok(await runTeam(["task", "delete", "2"], lead)).stdout).toBe("deleted task 2\n");
+    const deleted = json(await runTeam(["task", "list", "--status", "deleted", "--json"], lead));
+    expect(deleted.tasks.map((x: { taskId: string }) => x.taskId)).toEqual(["2"]);
+    expect((await t.lead.getTask("docs")).task?.openBlockers).toEqual(["1"]);
+  }, 120_000);
 });

@@ -2,10 +2,8 @@ import { describe, expect, inject, it } from "vitest";
 import { createTeamClient, type InboxStatus, type TeamClient } from "../../client/index.js";
 import {
   afterThisTest,
-  type Exit,
   freePort,
-  type ServerProcess,
-  spawnServer,
+  startServerOn,
   tempDataDir,
   waitFor,
   withTimeout,
@@ -20,34 +18,6 @@ import { createScratchPgDatabase } from "../support/databases.js";
  */
 
 const TOTAL = 60;
-
-/**
- * Starts the server on `port` and waits for its start line. After a SIGKILL the embedded
- * database's folder lock is left behind until it goes stale (proper-lockfile: 15 s), so a
- * start refused for the lock is tried again.
- */
-async function startOn(port: number, env: Record<string, string>): Promise<ServerProcess> {
-  const deadline = Date.now() + 40_000;
-  for (;;) {
-    const server = spawnServer({ PORT: String(port), ...env });
-    let exit: Exit | undefined;
-    void server.exited.then((e) => {
-      exit = e;
-    });
-    const started = await waitFor(
-      "the start line",
-      40_000,
-      () => (exit ? false : server.events("start").length > 0 ? true : undefined),
-      server,
-    );
-    if (started) return server;
-    const retry = /in use by another team-protocols process|EADDRINUSE/.test(server.output());
-    if (!retry || Date.now() > deadline) {
-      throw new Error(`the server did not start again:\n${server.output()}`);
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-}
 
 /** Sends m1..mN, each until it is stored: a retry reuses its message_id, so none is stored twice. */
 async function produce(lead: TeamClient, onSent: (n: number) => void): Promise<void> {
@@ -84,7 +54,7 @@ describe("the inbox across server crashes", () => {
           env = { DATABASE_URL: scratch.url };
         }
         const port = await freePort();
-        let server = await startOn(port, env);
+        let server = await startServerOn(port, env);
         const url = `http://127.0.0.1:${port}`;
         const anon = createTeamClient({ baseUrl: url, timeoutMs: 5_000 });
         const created = await anon.createTeam("crash-test");
@@ -116,7 +86,7 @@ describe("the inbox across server crashes", () => {
           );
           server.child.kill("SIGKILL");
           await server.exited;
-          server = await startOn(port, env);
+          server = await startServerOn(port, env);
         }
         await withTimeout("the producer", 60_000, producer);
         await withTimeout("the consumer", 60_000, consumer);

@@ -83,9 +83,11 @@ describeEachDatabase("MCP: tasks", (env) => {
         const owned = await callTool(helper, "get_task", { task_id: "t-1" });
         expect(owned.isError, owned.text).toBeFalsy();
         expect(owned.structuredContent).toMatchObject({
-          task: { taskId: "t-1", state: "TASK_STATE_CLAIMED", owner: "helper" },
+          task: { id: "t-1", state: "claimed", status: "in_progress", owner: "helper" },
         });
-        expect(owned.text).toMatch(/^task {5}t-1\nstate {4}claimed\nowner {4}helper\n/);
+        expect(owned.text).toMatch(
+          /^task {6}t-1\nsubject {3}t-1\nstatus {4}in_progress\nstate {5}claimed\nowner {5}helper\n/,
+        );
         expect(owned.text).toMatch(/task_handoff worker → helper {2}approved/);
 
         // The old owner may no longer sign it off: the server's rule, as an isError result.
@@ -123,8 +125,8 @@ describeEachDatabase("MCP: tasks", (env) => {
         expect(verdicts.text).toContain("Feedback: add the e2e run");
         expect(verdicts.text).toContain("the task is done.");
 
-        const done = await callTool(asLead, "list_tasks", { state: "done" });
-        expect(done.text).toBe("t-1: done, owner helper");
+        const done = await callTool(asLead, "list_tasks", { status: "completed" });
+        expect(done.text).toBe("#t-1 [completed] t-1 (helper)");
         expect((await lead.getTask("t-1")).history).toHaveLength(5);
         const none = await callTool(worker, "list_tasks", { owner: "worker" });
         expect(none.text).toBe("No tasks.");
@@ -150,8 +152,8 @@ describeEachDatabase("MCP: tasks", (env) => {
         });
         expect(missing.isError).toBe(true);
         expect(missing.text).toMatch(/^invalid-input: message/);
-        const state = await callTool(worker, "list_tasks", { state: "finished" });
-        expect(state.text).toMatch(/^invalid-input: state: /);
+        const state = await callTool(worker, "list_tasks", { status: "finished" });
+        expect(state.text).toMatch(/^invalid-input: status: /);
         const notMine = await callTool(worker, "send_message", {
           to: "worker",
           message: { type: "task_assign", task_id: "t-10" },

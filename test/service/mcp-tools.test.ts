@@ -67,6 +67,8 @@ describeEachDatabase("MCP: tools", (env) => {
           "list_requests",
           "await_request",
           "cancel_request",
+          "create_task",
+          "update_task",
           "get_task",
           "list_tasks",
           "journal",

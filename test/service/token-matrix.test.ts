@@ -76,6 +76,13 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
       return { taskId: "a-task" };
     case M.listTasks:
       return {};
+    case M.createTask:
+      // Waiting on A's task: a task of no other team.
+      return { subject: `intruder-${suffix}`, blockedBy: ["a-task"] };
+    case M.updateTask:
+      return { taskId: "a-task", subject: "taken over" };
+    case M.deleteTask:
+      return { taskId: "a-task" };
   }
   throw new Error(`no request for ${method.name}`);
 }
@@ -239,6 +246,9 @@ describeEachDatabase(
           M.awaitRequest,
           M.listAttempts,
           M.getTask,
+          M.createTask,
+          M.updateTask,
+          M.deleteTask,
         ]) {
           expect(codeOf(await run(method)), where(method)).toBe("NotFound");
         }
@@ -328,14 +338,14 @@ describeEachDatabase(
         },
         { what: "WatchTeam (watch-lead-or-observer)", method: M.watchTeam, request: {} },
         {
-          what: "GetTask of bob's task (task-visibility)",
-          method: M.getTask,
-          request: { taskId: "a-task" },
+          what: "UpdateTask of bob's task (owner-or-lead-updates)",
+          method: M.updateTask,
+          request: { taskId: "a-task", subject: "mine now" },
         },
         {
-          what: "ListTasks of bob's tasks (task-visibility)",
-          method: M.listTasks,
-          request: { owner: "bob" },
+          what: "DeleteTask (owner-or-lead-updates)",
+          method: M.deleteTask,
+          request: { taskId: "a-task" },
         },
       ];
       for (const protocol of PROTOCOLS) {

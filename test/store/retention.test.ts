@@ -95,6 +95,27 @@ describeEachDatabase("retention", (env) => {
     expect(members.members.map((m) => m.name).sort()).toEqual(["erin", "frank", "team-lead"]);
   });
 
+  it("deletes task events past the age; the tasks stay as they are", async () => {
+    const t = await env().team("gina");
+    await t.lead.createTask({ taskId: "old", subject: "made long ago" });
+    await t.lead.createTask({ taskId: "young", subject: "made today", blockedBy: ["old"] });
+    const teamId = (
+      await env().db.query<{ id: number }>("SELECT id FROM teams WHERE name = $1", [t.name])
+    )[0]?.id;
+    await env().db.query("UPDATE task_events SET at = $1 WHERE team_id = $2 AND task_id = 'old'", [
+      age(31),
+      teamId,
+    ]);
+    const counts = await env().app.retention.runOnce();
+    expect(counts.taskEvents).toBeGreaterThanOrEqual(1);
+    const left = await env().db.query<{ task_id: string }>(
+      "SELECT task_id FROM task_events WHERE team_id = $1 ORDER BY feed_position",
+      [teamId],
+    );
+    expect(left.map((r) => r.task_id)).toEqual(["young"]);
+    expect((await t.lead.getTask({ taskId: "old" })).task?.blocks).toEqual(["young"]);
+  });
+
   it("deletes journal lines past the age; every other DELETE, and any UPDATE, is still refused", async () => {
     const t = await env().team("dave");
     await t.member("dave").client.send({ to: "team-lead", message: planRequest("journaled") });

@@ -194,3 +194,34 @@ export async function stopServer(server: ServerProcess, signal: NodeJS.Signals =
   server.child.kill(signal);
   return exitOf(server);
 }
+
+/**
+ * Starts the server on `port` and waits for its start line. After a SIGKILL the embedded
+ * database's folder lock is left behind until it goes stale (proper-lockfile: 15 s), so a
+ * start refused for the lock is tried again.
+ */
+export async function startServerOn(
+  port: number,
+  env: Record<string, string>,
+): Promise<ServerProcess> {
+  const deadline = Date.now() + 40_000;
+  for (;;) {
+    const server = spawnServer({ PORT: String(port), ...env });
+    let exit: Exit | undefined;
+    void server.exited.then((e) => {
+      exit = e;
+    });
+    const started = await waitFor(
+      "the start line",
+      40_000,
+      () => (exit ? false : server.events("start").length > 0 ? true : undefined),
+      server,
+    );
+    if (started) return server;
+    const retry = /in use by another team-protocols process|EADDRINUSE/.test(server.output());
+    if (!retry || Date.now() > deadline) {
+      throw new Error(`the server did not start again:\n${server.output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}

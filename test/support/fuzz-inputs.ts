@@ -169,6 +169,20 @@ function taskId(r: Rng, w: FuzzWorld): string {
   ])();
 }
 
+/** A task's dependency list: usually a few of the world's ids, sometimes many or hostile. */
+function taskIds(r: Rng, w: FuzzWorld): string[] {
+  return Array.from({ length: r.pick([0, 1, 2, 3, 101]) }, () => taskId(r, w));
+}
+
+/** A subject or an active form: a plausible line, or hostile text. */
+function line(r: Rng): string {
+  return r.weighted<() => string>([
+    [6, () => `fuzz ${randomString(r, r.int(40))}`],
+    [1, () => "s".repeat(r.pick([200, 201]))],
+    [3, () => r.pick(hostileStrings(r))],
+  ])();
+}
+
 function requestId(r: Rng, w: FuzzWorld): string {
   return r.weighted<() => string>([
     [5, () => r.pick(w.requestIds)],
@@ -413,10 +427,35 @@ export function requestInit(
       };
     case M.getTask:
       return { taskId: taskId(r, w) };
+    case M.createTask:
+      return {
+        taskId: r.chance(0.5) ? "" : taskId(r, w),
+        subject: line(r),
+        ...(r.chance(0.4) ? { description: text(r) } : {}),
+        ...(r.chance(0.3) ? { activeForm: line(r) } : {}),
+        blockedBy: taskIds(r, w),
+      };
+    case M.updateTask:
+      return {
+        taskId: taskId(r, w),
+        ...(r.chance(0.3) ? { subject: line(r) } : {}),
+        ...(r.chance(0.2) ? { description: text(r) } : {}),
+        ...(r.chance(0.2) ? { activeForm: line(r) } : {}),
+        addBlockedBy: r.chance(0.3) ? taskIds(r, w) : [],
+        removeBlockedBy: r.chance(0.2) ? taskIds(r, w) : [],
+        addBlocks: r.chance(0.2) ? taskIds(r, w) : [],
+        removeBlocks: r.chance(0.1) ? taskIds(r, w) : [],
+        status: enumNumber(r, 5),
+      };
+    case M.deleteTask:
+      return { taskId: taskId(r, w) };
     case M.listTasks:
       return {
         owner: r.chance(0.5) ? "" : name(r, w),
         state: enumNumber(r, 3),
+        status: enumNumber(r, 5),
+        ready: r.chance(0.3),
+        blocked: r.chance(0.3),
         pageSize: pageSize(r),
         pageToken: pageToken(r),
       };
@@ -692,6 +731,9 @@ const stringPaths = new Map<DescMethod, number[][]>([
   [M.listRequests, [[3], [5]]],
   [M.getTask, [[1]]],
   [M.listTasks, [[1], [4]]],
+  [M.createTask, [[1], [2], [3], [4], [5]]],
+  [M.updateTask, [[1], [2], [3], [4], [5], [6], [7], [8]]],
+  [M.deleteTask, [[1]]],
 ]);
 
 /** Field numbers per method, for wrong wire types and lying lengths. */

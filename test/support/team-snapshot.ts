@@ -58,6 +58,12 @@ export interface TaskSnap {
   state: string;
   /** "" while unowned. */
   owner: string;
+  status: string;
+  subject: string;
+  description: string;
+  activeForm: string;
+  /** The ids it waits on, in id order, joined by spaces. */
+  blockedBy: string;
 }
 
 const hash = (b: Uint8Array | null) =>
@@ -114,8 +120,22 @@ export async function snapshotTeam(db: Queryable, team: string): Promise<TeamSna
      WHERE t.name = $1`,
     [team],
   );
-  const tasks = await db.query<{ task_id: string; state: string; owner: string | null }>(
-    `SELECT k.task_id, k.state, o.name AS owner FROM tasks k JOIN teams t ON t.id = k.team_id
+  const tasks = await db.query<{
+    task_id: string;
+    state: string;
+    owner: string | null;
+    status: string;
+    subject: string;
+    description: string;
+    active_form: string;
+    blocked_by: string;
+  }>(
+    `SELECT k.task_id, k.state, o.name AS owner, k.status, k.subject, k.description,
+            k.active_form,
+            coalesce((SELECT string_agg(d.blocked_by, ' ' ORDER BY d.blocked_by)
+                      FROM task_dependencies d
+                      WHERE d.team_id = k.team_id AND d.task_id = k.task_id), '') AS blocked_by
+     FROM tasks k JOIN teams t ON t.id = k.team_id
      LEFT JOIN members o ON o.id = k.owner_id WHERE t.name = $1`,
     [team],
   );
@@ -170,7 +190,20 @@ export async function snapshotTeam(db: Queryable, team: string): Promise<TeamSna
         },
       ]),
     ),
-    tasks: new Map(tasks.map((k) => [k.task_id, { state: k.state, owner: k.owner ?? "" }])),
+    tasks: new Map(
+      tasks.map((k) => [
+        k.task_id,
+        {
+          state: k.state,
+          owner: k.owner ?? "",
+          status: k.status,
+          subject: k.subject,
+          description: k.description,
+          activeForm: k.active_form,
+          blockedBy: k.blocked_by,
+        },
+      ]),
+    ),
     sends: new Set(sends.map((s) => `${s.sender}#${s.message_id}`)),
   };
 }
@@ -188,8 +221,8 @@ export interface TeamDiff {
   changedRequests: Map<string, { before: RequestSnap; after: RequestSnap; fields: string[] }>;
   goneRequests: string[];
   newTasks: string[];
-  /** task id -> before and after. */
-  changedTasks: Map<string, { before: TaskSnap; after: TaskSnap }>;
+  /** task id -> before and after, and the fields that changed. */
+  changedTasks: Map<string, { before: TaskSnap; after: TaskSnap; fields: string[] }>;
   goneTasks: string[];
   newSends: string[];
   goneSends: string[];
@@ -224,7 +257,8 @@ export function diffSnapshots(before: TeamSnapshot, after: TeamSnapshot): TeamDi
   const changedTasks: TeamDiff["changedTasks"] = new Map();
   for (const [id, a] of after.tasks) {
     const b = before.tasks.get(id);
-    if (b && fieldsThatDiffer(b, a).length > 0) changedTasks.set(id, { before: b, after: a });
+    const fields = b ? fieldsThatDiffer(b, a) : [];
+    if (b && fields.length > 0) changedTasks.set(id, { before: b, after: a, fields });
   }
   const alteredMessages: string[] = [];
   for (const [key, b] of before.messages) {
@@ -287,7 +321,7 @@ export function describeDiff(d: TeamDiff): string[] {
     ...d.newTasks.map((k) => `new task ${k}`),
     ...[...d.changedTasks].map(
       ([k, c]) =>
-        `task ${k}: ${c.before.state} ${c.before.owner || "-"} -> ${c.after.state} ${c.after.owner || "-"}`,
+        `task ${k}: ${c.fields.map((f) => `${f} ${String(c.before[f as keyof TaskSnap]) || "-"} -> ${String(c.after[f as keyof TaskSnap]) || "-"}`).join(", ")}`,
     ),
     ...d.goneTasks.map((k) => `task ${k} disappeared`),
     ...d.newSends.map((s) => `new idempotency key ${s}`),

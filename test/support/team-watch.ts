@@ -1,6 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import { expect } from "vitest";
-import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { RequestKind, RequestStatus, TaskChange } from "../../gen/team/v1/enums_pb.js";
 import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
 import type { WatchTeamRequest, WatchTeamResponse } from "../../gen/team/v1/team_service_pb.js";
 import type { App } from "../../server/app.js";
@@ -89,6 +89,8 @@ export function eventKey(e: TeamEvent): string {
       return `request ${e.change.value.request?.requestId} ${e.change.value.request?.status}`;
     case "member":
       return `member ${e.change.value.member?.name} ${e.change.value.change} @${e.position}`;
+    case "task":
+      return `task ${e.change.value.task?.taskId} ${e.change.value.change} @${e.position}`;
     default:
       return `? @${e.position}`;
   }
@@ -108,13 +110,15 @@ const REQUEST_CASES = new Set([
  * The feed's promises, checked on a list of events in delivery order: each inbox's seqs
  * strictly increasing (and, when `complete`, 1, 2, 3, ... with no gap); no position twice;
  * each request's created event before its final one, at most one of each (a task_assign has
- * only its approved one); and the envelope that opened a request before its created event.
+ * only its approved one); the envelope that opened a request before its created event; and
+ * each task's created event first (when `complete`), nothing after its completed or deleted.
  */
 export function expectFeedOrder(events: TeamEvent[], complete = true): void {
   const lastSeq = new Map<string, bigint>();
   const positions = new Set<bigint>();
   const requestState = new Map<string, RequestStatus>();
   const asked = new Set<string>();
+  const taskSeen = new Map<string, TaskChange>();
   for (const e of events) {
     expect(positions.has(e.position), `position ${e.position} delivered twice`).toBe(false);
     positions.add(e.position);
@@ -142,6 +146,20 @@ export function expectFeedOrder(events: TeamEvent[], complete = true): void {
         );
       }
       requestState.set(id, record?.status ?? RequestStatus.UNSPECIFIED);
+    } else if (e.change.case === "task") {
+      const id = e.change.value.task?.taskId ?? "";
+      const change = e.change.value.change;
+      const before = taskSeen.get(id);
+      if (change === TaskChange.CREATED) {
+        expect(before, `task ${id} created twice or after a change`).toBeUndefined();
+      } else {
+        if (complete) expect(before, `task ${id} changed before it was created`).toBeDefined();
+        expect(
+          before === TaskChange.COMPLETED || before === TaskChange.DELETED,
+          `task ${id} ${TaskChange[change]} after it was ${TaskChange[before ?? 0]}`,
+        ).toBe(false);
+      }
+      taskSeen.set(id, change);
     }
   }
 }

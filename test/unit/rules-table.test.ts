@@ -6,6 +6,7 @@ import {
   PermissionMode,
   RequestKind,
   RequestStatus,
+  TaskProgress,
   TaskState,
   TaskStatus,
 } from "../../gen/team/v1/enums_pb.js";
@@ -15,7 +16,9 @@ import {
   AddMemberRequestSchema,
   AwaitRequestRequestSchema,
   CancelRequestRequestSchema,
+  CreateTaskRequestSchema,
   CreateTeamRequestSchema,
+  DeleteTaskRequestSchema,
   GetRequestRequestSchema,
   GetTaskRequestSchema,
   ListAttemptsRequestSchema,
@@ -27,6 +30,7 @@ import {
   SendRequestSchema,
   SubscribeRequestSchema,
   TeamService,
+  UpdateTaskRequestSchema,
   WatchTeamRequestSchema,
 } from "../../gen/team/v1/team_service_pb.js";
 import type { Caller } from "../../server/caller.js";
@@ -490,6 +494,237 @@ const rows: [string, RuleCall, Expected][] = [
     "listing done tasks of ann",
     call(M.listTasks, ListTasksRequestSchema, { owner: "ann", state: TaskState.DONE }),
     undefined,
+  ],
+  // the task list: shapes
+  [
+    "listing ready tasks",
+    call(M.listTasks, ListTasksRequestSchema, { ready: true, status: TaskProgress.PENDING }),
+    undefined,
+  ],
+  [
+    "listing tasks both ready and blocked",
+    call(M.listTasks, ListTasksRequestSchema, { ready: true, blocked: true }),
+    by("size-shape", "blocked"),
+  ],
+  [
+    "listing tasks by an unknown status",
+    call(M.listTasks, ListTasksRequestSchema, { status: 9 as TaskProgress }),
+    by("size-shape", "status"),
+  ],
+  [
+    "a teammate creates a task with a server id",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "Write it", blockedBy: ["1"] }),
+    undefined,
+  ],
+  [
+    "creating a task without a subject",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "  " }),
+    by("size-shape", "subject"),
+  ],
+  [
+    "creating a task with a 201-character subject",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "s".repeat(201) }),
+    by("size-shape", "subject"),
+  ],
+  [
+    "creating a task with a two-line subject",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "one\ntwo" }),
+    by("size-shape", "subject"),
+  ],
+  [
+    "creating a task with a description over 16 KiB",
+    call(M.createTask, CreateTaskRequestSchema, {
+      subject: "s",
+      description: "d".repeat(MAX_NOTE_BYTES + 1),
+    }),
+    by("size-shape", "description"),
+  ],
+  [
+    "creating a task with a 201-character active form",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "s", activeForm: "a".repeat(201) }),
+    by("size-shape", "active_form"),
+  ],
+  [
+    "creating a task with a control character in its id",
+    call(M.createTask, CreateTaskRequestSchema, { taskId: "a\u0007", subject: "s" }),
+    by("size-shape", "task_id"),
+  ],
+  [
+    "creating a task waiting on a blank id",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "s", blockedBy: [" "] }),
+    by("size-shape", "blocked_by"),
+  ],
+  [
+    "creating a task waiting on 101 tasks",
+    call(M.createTask, CreateTaskRequestSchema, {
+      subject: "s",
+      blockedBy: Array.from({ length: 101 }, (_, i) => `t${i}`),
+    }),
+    by("size-shape", "blocked_by"),
+  ],
+  [
+    "an update that changes nothing",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1" }),
+    by("size-shape"),
+  ],
+  [
+    "an update of no task id",
+    call(M.updateTask, UpdateTaskRequestSchema, { subject: "s" }),
+    by("size-shape", "task_id"),
+  ],
+  [
+    "an update to an empty subject",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", subject: "" }),
+    by("size-shape", "subject"),
+  ],
+  [
+    "an update by an unknown status",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", status: 9 as TaskProgress }),
+    by("size-shape", "status"),
+  ],
+  [
+    "a deletion by update with another change",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.DELETED, subject: "s" },
+      lead,
+    ),
+    by("size-shape", "status"),
+  ],
+  [
+    "an update naming 101 dependencies in all",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      {
+        taskId: "t1",
+        addBlockedBy: Array.from({ length: 60 }, (_, i) => `a${i}`),
+        removeBlocks: Array.from({ length: 41 }, (_, i) => `r${i}`),
+      },
+      lead,
+    ),
+    by("size-shape", "add_blocked_by"),
+  ],
+  [
+    "deleting no task id",
+    call(M.deleteTask, DeleteTaskRequestSchema, {}, lead),
+    by("size-shape", "task_id"),
+  ],
+  [
+    "a teammate reports a task ready",
+    send("lead", task({ status: TaskStatus.READY })),
+    by("size-shape", "message.task_notification.status"),
+  ],
+  // the task list: who changes what
+  [
+    "the owner starts its task",
+    call(M.updateTask, UpdateTaskRequestSchema, {
+      taskId: "t1",
+      status: TaskProgress.IN_PROGRESS,
+      activeForm: "Working",
+    }),
+    undefined,
+  ],
+  [
+    "a teammate marks a task completed",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", status: TaskProgress.COMPLETED }),
+    by("signoff-completes", "status"),
+  ],
+  [
+    "the lead marks a task completed",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.COMPLETED },
+      lead,
+    ),
+    by("signoff-completes", "status"),
+  ],
+  [
+    "the lead puts a task in review",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.IN_REVIEW },
+      lead,
+    ),
+    by("signoff-completes", "status"),
+  ],
+  [
+    "the lead changes what a task waits on",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", addBlockedBy: ["t0"], removeBlocks: ["t2"] },
+      lead,
+    ),
+    undefined,
+  ],
+  [
+    "a teammate adds a dependency",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", addBlockedBy: ["t0"] }),
+    by("owner-or-lead-updates"),
+  ],
+  [
+    "a teammate removes what its task blocks",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", removeBlocks: ["t2"] }),
+    by("owner-or-lead-updates"),
+  ],
+  [
+    "a teammate deletes a task by update",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", status: TaskProgress.DELETED }),
+    by("owner-or-lead-updates", "status"),
+  ],
+  [
+    "a teammate deletes a task",
+    call(M.deleteTask, DeleteTaskRequestSchema, { taskId: "t1" }),
+    by("owner-or-lead-updates"),
+  ],
+  [
+    "the lead deletes a task",
+    call(M.deleteTask, DeleteTaskRequestSchema, { taskId: "t1" }, lead),
+    undefined,
+  ],
+  [
+    "the lead deletes a task by update",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.DELETED },
+      lead,
+    ),
+    undefined,
+  ],
+  [
+    "the lead starts a task",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.IN_PROGRESS },
+      lead,
+    ),
+    by("owner-or-lead-updates", "status"),
+  ],
+  [
+    "the lead sets a task back to pending",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.PENDING },
+      lead,
+    ),
+    by("owner-or-lead-updates", "status"),
+  ],
+  [
+    "an observer creates a task",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "s" }, eye),
+    by("observer-read-only"),
+  ],
+  [
+    "an observer updates a task",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", subject: "s" }, eye),
+    by("observer-read-only"),
   ],
   ["a claim broadcast", send("*", claim()), by("no-broadcast", "to")],
   ["an assignment broadcast", send("*", assign(), lead), by("no-broadcast", "to")],

@@ -12,7 +12,7 @@ import {
 } from "@bufbuild/protobuf";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { MemberRole } from "../../gen/team/v1/enums_pb.js";
+import { MemberRole, TaskProgress } from "../../gen/team/v1/enums_pb.js";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
 import { ListAttemptsResponseSchema, TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { type RawStreams, type RunningServer, startServer } from "../../server/http/http-server.js";
@@ -81,6 +81,12 @@ const lead = (w: World) => w.team.leadToken;
 const mate = (w: World) => w.team.member("w").token;
 const eye = (w: World) => w.eye;
 const BAD_TOKEN = `tp_${"x".repeat(43)}`;
+
+/** Two tasks: b waits on a. */
+async function addTasks(w: World) {
+  await w.team.lead.createTask({ taskId: "a", subject: "first" });
+  await w.team.lead.createTask({ taskId: "b", subject: "second", blockedBy: ["a"] });
+}
 
 async function openShutdown(w: World) {
   const sent = await w.team.lead.send({ to: "w", message: shutdownRequest("done") });
@@ -384,8 +390,74 @@ const CASES: Record<string, Case[]> = {
     },
     ...common(S.cancelRequest, { requestId: "req_AAAAAAAAAAAAAAAAAAAAAA" }),
   ],
-  [S.getTask.name]: [...common(S.getTask, {})],
-  [S.listTasks.name]: [...common(S.listTasks, {})],
+  [S.createTask.name]: [
+    {
+      name: "creates",
+      call: (w) => ({ token: mate(w), message: input(S.createTask, { subject: "Write it" }) }),
+    },
+    {
+      name: "a dependency on no task (task-exists, stateful)",
+      call: (w) => ({
+        token: lead(w),
+        message: input(S.createTask, { subject: "Write it", blockedBy: ["nope"] }),
+      }),
+    },
+    ...common(S.createTask, { subject: "Write it" }),
+  ],
+  [S.updateTask.name]: [
+    {
+      name: "updates",
+      setup: addTasks,
+      call: (w) => ({
+        token: lead(w),
+        message: input(S.updateTask, { taskId: "b", description: "more" }),
+      }),
+    },
+    {
+      name: "a cycle (no-cycle, stateful)",
+      setup: addTasks,
+      call: (w) => ({
+        token: lead(w),
+        message: input(S.updateTask, { taskId: "a", addBlockedBy: ["b"] }),
+      }),
+    },
+    {
+      name: "completed by hand (signoff-completes)",
+      call: (w) => ({
+        token: lead(w),
+        message: input(S.updateTask, { taskId: "a", status: TaskProgress.COMPLETED }),
+      }),
+    },
+    ...common(S.updateTask, { taskId: "a", subject: "s" }),
+  ],
+  [S.deleteTask.name]: [
+    {
+      name: "deletes, unblocking b",
+      setup: addTasks,
+      call: (w) => ({ token: lead(w), message: input(S.deleteTask, { taskId: "a" }) }),
+    },
+    {
+      name: "not the lead (owner-or-lead-updates)",
+      call: (w) => ({ token: mate(w), message: input(S.deleteTask, { taskId: "a" }) }),
+    },
+    ...common(S.deleteTask, { taskId: "a" }),
+  ],
+  [S.getTask.name]: [
+    {
+      name: "gets",
+      setup: addTasks,
+      call: (w) => ({ token: mate(w), message: input(S.getTask, { taskId: "b" }) }),
+    },
+    ...common(S.getTask, { taskId: "a" }),
+  ],
+  [S.listTasks.name]: [
+    {
+      name: "lists the blocked",
+      setup: addTasks,
+      call: (w) => ({ token: mate(w), message: input(S.listTasks, { blocked: true }) }),
+    },
+    ...common(S.listTasks, {}),
+  ],
   [S.listAttempts.name]: [
     {
       name: "lists a refusal",

@@ -5,6 +5,7 @@ import { type DescMethod, fromBinary, fromJsonString } from "@bufbuild/protobuf"
 import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { TaskProgress } from "../../gen/team/v1/enums_pb.js";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { rules } from "../../server/interceptors/rules/table.js";
 import {
@@ -273,9 +274,13 @@ function unexplainedChanges(
       .map(caller),
   ]);
   // Tasks whose owner or state a successful step changed: a request of theirs newly approved
-  // (a claim, an assignment, an accepted handoff, a sign-off).
-  const movedTasks = new Set(
-    [...after.requests]
+  // (a claim, an assignment, an accepted handoff, a sign-off), or a deletion.
+  const deletions = [
+    ...of(M.deleteTask),
+    ...of(M.updateTask).filter((s) => s.request.status === TaskProgress.DELETED),
+  ];
+  const movedTasks = new Set([
+    ...[...after.requests]
       .filter(
         ([id, r]) =>
           r.taskId !== null &&
@@ -283,7 +288,12 @@ function unexplainedChanges(
           before.requests.get(id)?.status !== "approved",
       )
       .map(([, r]) => r.taskId as string),
-  );
+    ...deletions.map((s) => s.request.taskId as string),
+  ]);
+  // Calls that close a task, so that tasks waiting on it may become ready (the lead told).
+  const closings =
+    deletions.length +
+    sends.filter((s) => kindOf(s) === "resultSignoffResponse" && saysYes(s)).length;
   const finishedWithoutAnswer = new Set<string>();
   for (const [id, r] of after.requests) {
     const b = before.requests.get(id);
@@ -342,24 +352,35 @@ function unexplainedChanges(
     }
   }
   // A released task may be given to someone again before the end: at least one notice each.
-  if (notices < released || (notices > 0 && stopped.size === 0)) {
+  // Ready notices come with a task's completion or deletion.
+  if (notices < released || (notices > 0 && stopped.size === 0 && closings === 0)) {
     out.push(`${notices} server task notices, but ${released} tasks of stopped members released`);
   }
   out.push(...diff.alteredMessages.map((m) => `stored message ${m}`));
 
-  // Tasks: recorded by a successful claim or assignment naming them; moved by an approved
-  // request of theirs, or given back when their owner stopped.
-  const named = new Set(
-    sends
+  // Tasks: recorded by a successful claim or assignment naming them, or created; moved by an
+  // approved request of theirs, given back when their owner stopped, or changed by a
+  // successful UpdateTask naming them (its own fields, or what waits on what).
+  const named = new Set([
+    ...sends
       .filter((s) => ["taskClaimRequest", "taskAssign"].includes(kindOf(s) ?? ""))
       .map((s) => s.request.message.kind.value.taskId as string),
+    ...of(M.createTask).map((s) => s.response.task?.taskId as string),
+  ]);
+  const updated = new Set(
+    of(M.updateTask).flatMap((s) => [
+      s.request.taskId as string,
+      ...(s.request.addBlocks as string[]),
+      ...(s.request.removeBlocks as string[]),
+    ]),
   );
   for (const id of diff.newTasks) {
-    if (!named.has(id)) out.push(`task ${id} was recorded by no successful claim or assignment`);
+    if (!named.has(id))
+      out.push(`task ${id} was recorded by no successful claim, assignment or CreateTask`);
   }
   for (const [id, c] of diff.changedTasks) {
     const givenBack = c.after.state === "unowned" && stopped.has(c.before.owner);
-    if (!movedTasks.has(id) && !givenBack) {
+    if (!movedTasks.has(id) && !givenBack && !updated.has(id)) {
       out.push(
         `task ${id}: ${c.before.state} ${c.before.owner} -> ${c.after.state} ${c.after.owner} unexplained`,
       );

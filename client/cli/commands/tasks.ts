@@ -1,14 +1,8 @@
-import { describeTask, instant } from "@team-protocols/client/describe.js";
+import { describeTask } from "@team-protocols/client/describe.js";
 import { answerMessage } from "@team-protocols/client/messages.js";
-import {
-  requestKindName,
-  type TaskStateName,
-  taskStateName,
-  taskStateNames,
-} from "@team-protocols/client/names.js";
+import { requestKindName } from "@team-protocols/client/names.js";
 import {
   GetTaskResponseSchema,
-  ListTasksResponseSchema,
   type SendResponse,
   SendResponseSchema,
 } from "@team-protocols/contract/team/v1/team_service_pb.js";
@@ -21,24 +15,16 @@ import {
   duration,
   print,
   readInput,
-  table,
   UsageError,
-  wholeNumber,
 } from "../context.js";
 import { describeSend } from "./messaging.js";
+import { taskListCommands } from "./task-list.js";
 
 interface AnswerFlags extends ConnectionOptions {
   approve?: boolean;
   reject?: boolean;
   reason?: string;
   feedback?: string;
-}
-
-interface ListFlags extends ConnectionOptions {
-  owner?: string;
-  state?: TaskStateName;
-  limit?: number;
-  pageToken?: string;
 }
 
 const ttlOption = () =>
@@ -56,11 +42,16 @@ const printSend = (o: ConnectionOptions, sent: SendResponse) =>
 
 const ttl = (o: { ttl?: number }) => (o.ttl !== undefined ? { ttlMs: o.ttl } : {});
 
-/** `team task claim|assign|handoff|signoff|answer|get|list`: the task protocols. */
+/**
+ * `team task claim|assign|handoff|signoff|answer|get`: the task protocols; and (task-list.ts)
+ * `create|update|delete|list`: the team's shared task list.
+ */
 export function taskCommands(program: Command): void {
   const task = program
     .command("task")
-    .description("tasks: claim, assign, hand off, sign off, answer, show and list them");
+    .description(
+      "tasks: create, change, list and show them; claim, assign, hand off, sign off, answer",
+    );
 
   connectionOptions(
     task
@@ -173,38 +164,5 @@ export function taskCommands(program: Command): void {
     );
   });
 
-  connectionOptions(
-    task
-      .command("list")
-      .description(
-        "list tasks, most recently changed first (the lead sees the team's; a teammate its own and unowned ones)",
-      )
-      .option("--owner <member>", "only tasks this member holds (or held when done)")
-      .addOption(new Option("--state <state>", "only in this state").choices(taskStateNames))
-      .option("--limit <n>", "at most this many (default 50)", wholeNumber)
-      .option("--page-token <token>", "the next page, from a previous --json listing"),
-  ).action(async (o: ListFlags) => {
-    const page = await clientFor(o).listTasks({
-      ...(o.owner ? { owner: o.owner } : {}),
-      ...(o.state ? { state: o.state } : {}),
-      ...(o.limit !== undefined ? { pageSize: o.limit } : {}),
-      ...(o.pageToken ? { pageToken: o.pageToken } : {}),
-    });
-    print(
-      o,
-      () =>
-        page.tasks.length === 0
-          ? "no tasks"
-          : table(
-              ["TASK", "STATE", "OWNER", "UPDATED"],
-              page.tasks.map((t) => [
-                t.taskId,
-                taskStateName(t.state),
-                t.owner || "-",
-                instant(t.updatedAt),
-              ]),
-            ) + (page.nextPageToken ? `\n(more: --page-token ${page.nextPageToken})` : ""),
-      () => asJson(ListTasksResponseSchema, page),
-    );
-  });
+  taskListCommands(task);
 }

@@ -21,6 +21,7 @@ const colours: Record<TeamEventKind, Parameters<typeof styleText>[0]> = {
   message: "cyan",
   request: "yellow",
   member: "magenta",
+  task: "green",
   unknown: "gray",
 };
 

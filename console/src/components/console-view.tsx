@@ -5,6 +5,7 @@ import { FeedPanel } from "./feed-panel.js";
 import { JournalPanel } from "./journal-panel.js";
 import { MembersPanel } from "./members-panel.js";
 import { RequestsPanel } from "./requests-panel.js";
+import { TasksBoard } from "./tasks-board.js";
 
 interface Props {
   session: Session;
@@ -31,6 +32,7 @@ export function ConsoleView({ session, onSignOut }: Props) {
           Sign out
         </button>
       </header>
+      <TasksBoard session={session} state={state} isLead={isLead(session)} />
       <main class="panels">
         <div class="column">
           <MembersPanel session={session} state={state} mayStop={isLead(session)} />

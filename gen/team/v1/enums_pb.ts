@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file team/v1/enums.proto.
  */
 export const file_team_v1_enums: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtL3YxL2VudW1zLnByb3RvEgd0ZWFtLnYxKnMKCk1lbWJlclJvbGUSGwoXTUVNQkVSX1JPTEVfVU5TUEVDSUZJRUQQABIUChBNRU1CRVJfUk9MRV9MRUFEEAESGAoUTUVNQkVSX1JPTEVfVEVBTU1BVEUQAhIYChRNRU1CRVJfUk9MRV9PQlNFUlZFUhADKmIKDE1lbWJlclN0YXR1cxIdChlNRU1CRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUTUVNQkVSX1NUQVRVU19BQ1RJVkUQARIZChVNRU1CRVJfU1RBVFVTX1NUT1BQRUQQAiqfAQoMTWVtYmVyQ2hhbmdlEh0KGU1FTUJFUl9DSEFOR0VfVU5TUEVDSUZJRUQQABIXChNNRU1CRVJfQ0hBTkdFX0FEREVEEAESGQoVTUVNQkVSX0NIQU5HRV9TVE9QUEVEEAISGQoVTUVNQkVSX0NIQU5HRV9SRU1PVkVEEAMSIQodTUVNQkVSX0NIQU5HRV9QRVJNSVNTSU9OX01PREUQBCqyAQoOUGVybWlzc2lvbk1vZGUSHwobUEVSTUlTU0lPTl9NT0RFX1VOU1BFQ0lGSUVEEAASGwoXUEVSTUlTU0lPTl9NT0RFX0RFRkFVTFQQARIgChxQRVJNSVNTSU9OX01PREVfQUNDRVBUX0VESVRTEAISJgoiUEVSTUlTU0lPTl9NT0RFX0JZUEFTU19QRVJNSVNTSU9OUxADEhgKFFBFUk1JU1NJT05fTU9ERV9QTEFOEAQq4QEKC1JlcXVlc3RLaW5kEhwKGFJFUVVFU1RfS0lORF9VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfS0lORF9TSFVURE9XThABEh4KGlJFUVVFU1RfS0lORF9QTEFOX0FQUFJPVkFMEAISGwoXUkVRVUVTVF9LSU5EX1RBU0tfQ0xBSU0QAxIcChhSRVFVRVNUX0tJTkRfVEFTS19BU1NJR04QBBIdChlSRVFVRVNUX0tJTkRfVEFTS19IQU5ET0ZGEAUSHwobUkVRVUVTVF9LSU5EX1JFU1VMVF9TSUdOT0ZGEAYqbAoJVGFza1N0YXRlEhoKFlRBU0tfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJUQVNLX1NUQVRFX1VOT1dORUQQARIWChJUQVNLX1NUQVRFX0NMQUlNRUQQAhITCg9UQVNLX1NUQVRFX0RPTkUQAyq+AQoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlJFUVVFU1RfU1RBVFVTX1BFTkRJTkcQARIbChdSRVFVRVNUX1NUQVRVU19BUFBST1ZFRBACEhsKF1JFUVVFU1RfU1RBVFVTX1JFSkVDVEVEEAMSGgoWUkVRVUVTVF9TVEFUVVNfRVhQSVJFRBAEEhsKF1JFUVVFU1RfU1RBVFVTX0NBTkNFTEVEEAUqdQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1RBVFVTX0NPTVBMRVRFRBABEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBACEhcKE1RBU0tfU1RBVFVTX1NUT1BQRUQQAypsCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIcChhBVFRFTVBUX09VVENPTUVfQUNDRVBURUQQARIbChdBVFRFTVBUX09VVENPTUVfUkVGVVNFRBACQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM");
+  fileDesc("ChN0ZWFtL3YxL2VudW1zLnByb3RvEgd0ZWFtLnYxKnMKCk1lbWJlclJvbGUSGwoXTUVNQkVSX1JPTEVfVU5TUEVDSUZJRUQQABIUChBNRU1CRVJfUk9MRV9MRUFEEAESGAoUTUVNQkVSX1JPTEVfVEVBTU1BVEUQAhIYChRNRU1CRVJfUk9MRV9PQlNFUlZFUhADKmIKDE1lbWJlclN0YXR1cxIdChlNRU1CRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUTUVNQkVSX1NUQVRVU19BQ1RJVkUQARIZChVNRU1CRVJfU1RBVFVTX1NUT1BQRUQQAiqfAQoMTWVtYmVyQ2hhbmdlEh0KGU1FTUJFUl9DSEFOR0VfVU5TUEVDSUZJRUQQABIXChNNRU1CRVJfQ0hBTkdFX0FEREVEEAESGQoVTUVNQkVSX0NIQU5HRV9TVE9QUEVEEAISGQoVTUVNQkVSX0NIQU5HRV9SRU1PVkVEEAMSIQodTUVNQkVSX0NIQU5HRV9QRVJNSVNTSU9OX01PREUQBCqyAQoOUGVybWlzc2lvbk1vZGUSHwobUEVSTUlTU0lPTl9NT0RFX1VOU1BFQ0lGSUVEEAASGwoXUEVSTUlTU0lPTl9NT0RFX0RFRkFVTFQQARIgChxQRVJNSVNTSU9OX01PREVfQUNDRVBUX0VESVRTEAISJgoiUEVSTUlTU0lPTl9NT0RFX0JZUEFTU19QRVJNSVNTSU9OUxADEhgKFFBFUk1JU1NJT05fTU9ERV9QTEFOEAQq4QEKC1JlcXVlc3RLaW5kEhwKGFJFUVVFU1RfS0lORF9VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfS0lORF9TSFVURE9XThABEh4KGlJFUVVFU1RfS0lORF9QTEFOX0FQUFJPVkFMEAISGwoXUkVRVUVTVF9LSU5EX1RBU0tfQ0xBSU0QAxIcChhSRVFVRVNUX0tJTkRfVEFTS19BU1NJR04QBBIdChlSRVFVRVNUX0tJTkRfVEFTS19IQU5ET0ZGEAUSHwobUkVRVUVTVF9LSU5EX1JFU1VMVF9TSUdOT0ZGEAYqbAoJVGFza1N0YXRlEhoKFlRBU0tfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJUQVNLX1NUQVRFX1VOT1dORUQQARIWChJUQVNLX1NUQVRFX0NMQUlNRUQQAhITCg9UQVNLX1NUQVRFX0RPTkUQAyq+AQoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlJFUVVFU1RfU1RBVFVTX1BFTkRJTkcQARIbChdSRVFVRVNUX1NUQVRVU19BUFBST1ZFRBACEhsKF1JFUVVFU1RfU1RBVFVTX1JFSkVDVEVEEAMSGgoWUkVRVUVTVF9TVEFUVVNfRVhQSVJFRBAEEhsKF1JFUVVFU1RfU1RBVFVTX0NBTkNFTEVEEAUqjAEKClRhc2tTdGF0dXMSGwoXVEFTS19TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQARIWChJUQVNLX1NUQVRVU19GQUlMRUQQAhIXChNUQVNLX1NUQVRVU19TVE9QUEVEEAMSFQoRVEFTS19TVEFUVVNfUkVBRFkQBCq8AQoMVGFza1Byb2dyZXNzEh0KGVRBU0tfUFJPR1JFU1NfVU5TUEVDSUZJRUQQABIZChVUQVNLX1BST0dSRVNTX1BFTkRJTkcQARIdChlUQVNLX1BST0dSRVNTX0lOX1BST0dSRVNTEAISGwoXVEFTS19QUk9HUkVTU19JTl9SRVZJRVcQAxIbChdUQVNLX1BST0dSRVNTX0NPTVBMRVRFRBAEEhkKFVRBU0tfUFJPR1JFU1NfREVMRVRFRBAFKsEBCgpUYXNrQ2hhbmdlEhsKF1RBU0tfQ0hBTkdFX1VOU1BFQ0lGSUVEEAASFwoTVEFTS19DSEFOR0VfQ1JFQVRFRBABEhcKE1RBU0tfQ0hBTkdFX1VQREFURUQQAhIVChFUQVNLX0NIQU5HRV9PV05FUhADEhkKFVRBU0tfQ0hBTkdFX0NPTVBMRVRFRBAEEhcKE1RBU0tfQ0hBTkdFX0RFTEVURUQQBRIZChVUQVNLX0NIQU5HRV9VTkJMT0NLRUQQBipsCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIcChhBVFRFTVBUX09VVENPTUVfQUNDRVBURUQQARIbChdBVFRFTVBUX09VVENPTUVfUkVGVVNFRBACQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM");
 
 /**
  * A member's role in its team. Every team has exactly one lead.
@@ -346,6 +346,15 @@ export enum TaskStatus {
    * @generated from enum value: TASK_STATUS_STOPPED = 3;
    */
   STOPPED = 3,
+
+  /**
+   * Written by the server only (a member sending it is refused): the task's last open blocker
+   * was completed or deleted, so it may now be claimed or assigned. The lead gets one such
+   * task_notification per task that became ready.
+   *
+   * @generated from enum value: TASK_STATUS_READY = 4;
+   */
+  READY = 4,
 }
 
 /**
@@ -353,6 +362,126 @@ export enum TaskStatus {
  */
 export const TaskStatusSchema: GenEnum<TaskStatus> = /*@__PURE__*/
   enumDesc(file_team_v1_enums, 7);
+
+/**
+ * Where a task of the team's task list stands (Task.status). The words are those of Claude
+ * Code's task list (pending, in_progress, completed, deleted), plus in_review.
+ *
+ * @generated from enum team.v1.TaskProgress
+ */
+export enum TaskProgress {
+  /**
+   * @generated from enum value: TASK_PROGRESS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Not started: unowned (ready when nothing open blocks it), or given to an owner who has
+   * not begun.
+   *
+   * @generated from enum value: TASK_PROGRESS_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * Its owner works on it: set by the approval of its claim, or by the owner (UpdateTask).
+   *
+   * @generated from enum value: TASK_PROGRESS_IN_PROGRESS = 2;
+   */
+  IN_PROGRESS = 2,
+
+  /**
+   * Its owner asked the lead to sign off its result: while that result_signoff request is
+   * pending. Set and ended by the sign-off protocol only.
+   *
+   * @generated from enum value: TASK_PROGRESS_IN_REVIEW = 3;
+   */
+  IN_REVIEW = 3,
+
+  /**
+   * The lead approved its result (result_signoff_response): final. Tasks it blocked no longer
+   * wait on it. Set by the sign-off protocol only (rule signoff-completes).
+   *
+   * @generated from enum value: TASK_PROGRESS_COMPLETED = 4;
+   */
+  COMPLETED = 4,
+
+  /**
+   * Deleted by the lead: final. Listed only when asked for; every write naming it is refused
+   * (rule task-deleted); tasks it blocked no longer wait on it.
+   *
+   * @generated from enum value: TASK_PROGRESS_DELETED = 5;
+   */
+  DELETED = 5,
+}
+
+/**
+ * Describes the enum team.v1.TaskProgress.
+ */
+export const TaskProgressSchema: GenEnum<TaskProgress> = /*@__PURE__*/
+  enumDesc(file_team_v1_enums, 8);
+
+/**
+ * What happened to a task (TeamEvent.task).
+ *
+ * @generated from enum team.v1.TaskChange
+ */
+export enum TaskChange {
+  /**
+   * @generated from enum value: TASK_CHANGE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Created by CreateTask, or recorded by the first claim or assignment naming its id.
+   *
+   * @generated from enum value: TASK_CHANGE_CREATED = 1;
+   */
+  CREATED = 1,
+
+  /**
+   * Its subject, description, active form, dependencies or status changed (UpdateTask).
+   *
+   * @generated from enum value: TASK_CHANGE_UPDATED = 2;
+   */
+  UPDATED = 2,
+
+  /**
+   * Its owner changed: a claim approved, an assignment, a handoff accepted, or the owner
+   * stopped (the task is unowned again).
+   *
+   * @generated from enum value: TASK_CHANGE_OWNER = 3;
+   */
+  OWNER = 3,
+
+  /**
+   * Its result was signed off: completed.
+   *
+   * @generated from enum value: TASK_CHANGE_COMPLETED = 4;
+   */
+  COMPLETED = 4,
+
+  /**
+   * Deleted by the lead.
+   *
+   * @generated from enum value: TASK_CHANGE_DELETED = 5;
+   */
+  DELETED = 5,
+
+  /**
+   * One of the tasks it waits on was completed or deleted; Task.ready says whether anything
+   * still blocks it.
+   *
+   * @generated from enum value: TASK_CHANGE_UNBLOCKED = 6;
+   */
+  UNBLOCKED = 6,
+}
+
+/**
+ * Describes the enum team.v1.TaskChange.
+ */
+export const TaskChangeSchema: GenEnum<TaskChange> = /*@__PURE__*/
+  enumDesc(file_team_v1_enums, 9);
 
 /**
  * How a protocol attempt ended (see Attempt).
@@ -384,5 +513,5 @@ export enum AttemptOutcome {
  * Describes the enum team.v1.AttemptOutcome.
  */
 export const AttemptOutcomeSchema: GenEnum<AttemptOutcome> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 8);
+  enumDesc(file_team_v1_enums, 10);
 

@@ -6,9 +6,9 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { MemberChange } from "./enums_pb.js";
+import type { MemberChange, TaskChange } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
-import type { Envelope, Member, RequestRecord } from "./records_pb.js";
+import type { Envelope, Member, RequestRecord, Task } from "./records_pb.js";
 import { file_team_v1_records } from "./records_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/feed.proto.
  */
 export const file_team_v1_feed: GenFile = /*@__PURE__*/
-  fileDesc("ChJ0ZWFtL3YxL2ZlZWQucHJvdG8SB3RlYW0udjEi0gEKCVRlYW1FdmVudBIQCghwb3NpdGlvbhgBIAEoBBImCgJhdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoIZW52ZWxvcGUYAyABKAsyFy50ZWFtLnYxLkVudmVsb3BlU3RvcmVkSAASKgoHcmVxdWVzdBgEIAEoCzIXLnRlYW0udjEuUmVxdWVzdENoYW5nZWRIABIoCgZtZW1iZXIYBSABKAsyFi50ZWFtLnYxLk1lbWJlckNoYW5nZWRIAEIICgZjaGFuZ2UiSAoORW52ZWxvcGVTdG9yZWQSEQoJcmVjaXBpZW50GAEgASgJEiMKCGVudmVsb3BlGAIgASgLMhEudGVhbS52MS5FbnZlbG9wZSI5Cg5SZXF1ZXN0Q2hhbmdlZBInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIlcKDU1lbWJlckNoYW5nZWQSJQoGY2hhbmdlGAEgASgOMhUudGVhbS52MS5NZW1iZXJDaGFuZ2USHwoGbWVtYmVyGAIgASgLMg8udGVhbS52MS5NZW1iZXJCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_records]);
+  fileDesc("ChJ0ZWFtL3YxL2ZlZWQucHJvdG8SB3RlYW0udjEi+AEKCVRlYW1FdmVudBIQCghwb3NpdGlvbhgBIAEoBBImCgJhdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoIZW52ZWxvcGUYAyABKAsyFy50ZWFtLnYxLkVudmVsb3BlU3RvcmVkSAASKgoHcmVxdWVzdBgEIAEoCzIXLnRlYW0udjEuUmVxdWVzdENoYW5nZWRIABIoCgZtZW1iZXIYBSABKAsyFi50ZWFtLnYxLk1lbWJlckNoYW5nZWRIABIkCgR0YXNrGAYgASgLMhQudGVhbS52MS5UYXNrQ2hhbmdlZEgAQggKBmNoYW5nZSJICg5FbnZlbG9wZVN0b3JlZBIRCglyZWNpcGllbnQYASABKAkSIwoIZW52ZWxvcGUYAiABKAsyES50ZWFtLnYxLkVudmVsb3BlIjkKDlJlcXVlc3RDaGFuZ2VkEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiVwoNTWVtYmVyQ2hhbmdlZBIlCgZjaGFuZ2UYASABKA4yFS50ZWFtLnYxLk1lbWJlckNoYW5nZRIfCgZtZW1iZXIYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJbCgtUYXNrQ2hhbmdlZBIjCgZjaGFuZ2UYASABKA4yEy50ZWFtLnYxLlRhc2tDaGFuZ2USGwoEdGFzaxgCIAEoCzINLnRlYW0udjEuVGFzaxIKCgJieRgDIAEoCUIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_records]);
 
 /**
  * One event of a team's feed, as WatchTeam streams it: something the server stored.
@@ -67,6 +67,14 @@ export type TeamEvent = Message<"team.v1.TeamEvent"> & {
      */
     value: MemberChanged;
     case: "member";
+  } | {
+    /**
+     * A task was created, updated, given an owner, completed, deleted or unblocked.
+     *
+     * @generated from field: team.v1.TaskChanged task = 6;
+     */
+    value: TaskChanged;
+    case: "task";
   } | { case: undefined; value?: undefined };
 };
 
@@ -155,4 +163,40 @@ export type MemberChanged = Message<"team.v1.MemberChanged"> & {
  */
 export const MemberChangedSchema: GenMessage<MemberChanged> = /*@__PURE__*/
   messageDesc(file_team_v1_feed, 3);
+
+/**
+ * A change of one task of the task list. A task's in_review begins and ends with its
+ * result_signoff request, whose RequestChanged events show both.
+ *
+ * @generated from message team.v1.TaskChanged
+ */
+export type TaskChanged = Message<"team.v1.TaskChanged"> & {
+  /**
+   * @generated from field: team.v1.TaskChange change = 1;
+   */
+  change: TaskChange;
+
+  /**
+   * The task right after the change. `blocks` is not set (another task's change alters it):
+   * GetTask has it.
+   *
+   * @generated from field: team.v1.Task task = 2;
+   */
+  task?: Task | undefined;
+
+  /**
+   * The member whose call made the change: for a task unblocked, the call that completed or
+   * deleted its blocker; for a stopped owner's task released, the call that stopped it.
+   *
+   * @generated from field: string by = 3;
+   */
+  by: string;
+};
+
+/**
+ * Describes the message team.v1.TaskChanged.
+ * Use `create(TaskChangedSchema)` to create a new message.
+ */
+export const TaskChangedSchema: GenMessage<TaskChanged> = /*@__PURE__*/
+  messageDesc(file_team_v1_feed, 4);
 

@@ -76,7 +76,8 @@ export type Message = Message$1<"team.v1.Message"> & {
     /**
      * A worker tells the lead that a task completed, failed or was stopped. The server
      * writes one too (Envelope.from "", status STOPPED) for each task a stopped or removed
-     * owner held: the task is unowned again.
+     * owner held: the task is unowned again; and (status READY) for each task that became
+     * ready because the last task it waited on was completed or deleted.
      *
      * @generated from field: team.v1.TaskNotificationBody task_notification = 6;
      */
@@ -288,7 +289,9 @@ export const PlanApprovalResponseBodySchema: GenMessage<PlanApprovalResponseBody
  * A worker reports the outcome of a task to the lead. When a task's owner is stopped (its
  * shutdown approved, or removed by the lead), the server sends the lead one of these per task
  * it held: from "", status TASK_STATUS_STOPPED, description the owner's name, and a summary
- * saying the task is unowned again.
+ * saying the task is unowned again. When a task becomes ready (the last open task it waited
+ * on was completed or deleted), the server sends the lead one: from "", status
+ * TASK_STATUS_READY, description the task's subject, and a summary naming what unblocked it.
  *
  * @generated from message team.v1.TaskNotificationBody
  */
@@ -301,7 +304,7 @@ export type TaskNotificationBody = Message$1<"team.v1.TaskNotificationBody"> & {
   taskId: string;
 
   /**
-   * completed, failed or stopped.
+   * completed, failed or stopped (ready: the server's only).
    *
    * @generated from field: team.v1.TaskStatus status = 2;
    */

@@ -6,7 +6,7 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus, TaskState } from "./enums_pb.js";
+import type { AttemptOutcome, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/records.proto.
  */
 export const file_team_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAkitwEKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIMCgR0ZWFtGAIgASgJEiEKBXN0YXRlGAMgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSDQoFb3duZXIYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
+  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAki9wIKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIMCgR0ZWFtGAIgASgJEiEKBXN0YXRlGAMgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSDQoFb3duZXIYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHc3ViamVjdBgHIAEoCRITCgtkZXNjcmlwdGlvbhgIIAEoCRITCgthY3RpdmVfZm9ybRgJIAEoCRISCgpibG9ja2VkX2J5GAogAygJEg4KBmJsb2NrcxgLIAMoCRIVCg1vcGVuX2Jsb2NrZXJzGAwgAygJEiUKBnN0YXR1cxgNIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzEg0KBXJlYWR5GA4gASgIEhIKCmNyZWF0ZWRfYnkYDyABKAlCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
 
 /**
  * A member of a team, as ListMembers shows it. Tokens are never shown here.
@@ -327,8 +327,10 @@ export const AttemptSchema: GenMessage<Attempt> = /*@__PURE__*/
   messageDesc(file_team_v1_records, 3);
 
 /**
- * A task as the server records it: who holds it and where it stands. A task is recorded
- * by the first claim or assignment that names its id.
+ * A task of the team's shared task list. A task is created by CreateTask, or recorded by the
+ * first claim or assignment that names its id (its subject is then its id). Ownership moves
+ * only through the task protocols (claim, assignment, handoff); a task is completed only by
+ * the lead's approval of its owner's result_signoff_request.
  *
  * @generated from message team.v1.Task
  */
@@ -348,12 +350,15 @@ export type Task = Message<"team.v1.Task"> & {
   team: string;
 
   /**
+   * Ownership as the task protocols see it (kept for clients that predate `status`):
+   * unowned, claimed (one owner) or done (completed). A deleted task reads unowned.
+   *
    * @generated from field: team.v1.TaskState state = 3;
    */
   state: TaskState;
 
   /**
-   * The member that holds it (claimed), or that held it when it was signed off (done);
+   * The member that holds it, or that held it when its result was signed off (completed);
    * "" while unowned.
    *
    * @generated from field: string owner = 4;
@@ -368,11 +373,79 @@ export type Task = Message<"team.v1.Task"> & {
   createdAt?: Timestamp | undefined;
 
   /**
-   * When its state or owner last changed.
+   * When its fields, dependencies, state or owner last changed.
    *
    * @generated from field: google.protobuf.Timestamp updated_at = 6;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * What to do, in one line (1 to 200 characters).
+   *
+   * @generated from field: string subject = 7;
+   */
+  subject: string;
+
+  /**
+   * The details: what done means, where to look (at most 16 KiB).
+   *
+   * @generated from field: string description = 8;
+   */
+  description: string;
+
+  /**
+   * What its owner is doing while it is in progress, e.g. "Running the tests" (Claude Code's
+   * activeForm; at most 200 characters).
+   *
+   * @generated from field: string active_form = 9;
+   */
+  activeForm: string;
+
+  /**
+   * The tasks of the team it waits on, in id order: it may be claimed or assigned only once
+   * each of them is completed or deleted.
+   *
+   * @generated from field: repeated string blocked_by = 10;
+   */
+  blockedBy: string[];
+
+  /**
+   * The tasks of the team that wait on it, in id order. Not set in TeamEvent snapshots
+   * (another task's change alters it): GetTask has it.
+   *
+   * @generated from field: repeated string blocks = 11;
+   */
+  blocks: string[];
+
+  /**
+   * The ids of blocked_by still open (neither completed nor deleted), in id order: while any
+   * is, a claim or assignment is refused (rule task-blocked).
+   *
+   * @generated from field: repeated string open_blockers = 12;
+   */
+  openBlockers: string[];
+
+  /**
+   * Where it stands: pending, in_progress, in_review, completed or deleted.
+   *
+   * @generated from field: team.v1.TaskProgress status = 13;
+   */
+  status: TaskProgress;
+
+  /**
+   * Nobody holds it, it is pending and nothing open blocks it: it may be claimed or assigned.
+   *
+   * @generated from field: bool ready = 14;
+   */
+  ready: boolean;
+
+  /**
+   * The member that created it (CreateTask, or the first claim or assignment naming its id);
+   * "" for a task recorded before the task list existed whose first requester is unknown.
+   *
+   * @generated from field: string created_by = 15;
+   */
+  createdBy: string;
 };
 
 /**

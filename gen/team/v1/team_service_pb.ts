@@ -6,7 +6,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, MemberRole, PermissionMode, RequestKind, RequestStatus, TaskState } from "./enums_pb.js";
+import type { AttemptOutcome, MemberRole, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { TeamEvent } from "./feed_pb.js";
 import { file_team_v1_feed } from "./feed_pb.js";
@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/team_service.proto.
  */
 export const file_team_v1_team_service: GenFile = /*@__PURE__*/
-  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiEKDkdldFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiVwoPR2V0VGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2sSJwoHaGlzdG9yeRgCIAMoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCJrChBMaXN0VGFza3NSZXF1ZXN0Eg0KBW93bmVyGAEgASgJEiEKBXN0YXRlGAIgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkiSgoRTGlzdFRhc2tzUmVzcG9uc2USHAoFdGFza3MYASADKAsyDS50ZWFtLnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKE0F3YWl0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIqCgd0aW1lb3V0GAIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIj8KFEF3YWl0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiKgoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSJAChVDYW5jZWxSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKKAQoTTGlzdEF0dGVtcHRzUmVxdWVzdBIOCgZtZW1iZXIYASABKAkSKAoHb3V0Y29tZRgCIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSEgoKcmVxdWVzdF9pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJTChRMaXN0QXR0ZW1wdHNSZXNwb25zZRIiCghhdHRlbXB0cxgBIAMoCzIQLnRlYW0udjEuQXR0ZW1wdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiNAoQV2F0Y2hUZWFtUmVxdWVzdBIOCgZjdXJzb3IYASABKAkSEAoIZnJvbV9ub3cYAiABKAgiEAoOV2F0Y2hIZWFydGJlYXQifgoRV2F0Y2hUZWFtUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEiMKBWV2ZW50GAIgASgLMhIudGVhbS52MS5UZWFtRXZlbnRIABIsCgloZWFydGJlYXQYAyABKAsyFy50ZWFtLnYxLldhdGNoSGVhcnRiZWF0SABCBgoEa2luZDLmCAoLVGVhbVNlcnZpY2USRQoKQ3JlYXRlVGVhbRIaLnRlYW0udjEuQ3JlYXRlVGVhbVJlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJCCglBZGRNZW1iZXISGS50ZWFtLnYxLkFkZE1lbWJlclJlcXVlc3QaGi50ZWFtLnYxLkFkZE1lbWJlclJlc3BvbnNlEksKDFJlbW92ZU1lbWJlchIcLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBodLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USSAoLTGlzdE1lbWJlcnMSGy50ZWFtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBocLnRlYW0udjEuTGlzdE1lbWJlcnNSZXNwb25zZRIzCgRTZW5kEhQudGVhbS52MS5TZW5kUmVxdWVzdBoVLnRlYW0udjEuU2VuZFJlc3BvbnNlEkQKCVN1YnNjcmliZRIZLnRlYW0udjEuU3Vic2NyaWJlUmVxdWVzdBoaLnRlYW0udjEuU3Vic2NyaWJlUmVzcG9uc2UwARJCCglSZWFkSW5ib3gSGS50ZWFtLnYxLlJlYWRJbmJveFJlcXVlc3QaGi50ZWFtLnYxLlJlYWRJbmJveFJlc3BvbnNlEjAKA0FjaxITLnRlYW0udjEuQWNrUmVxdWVzdBoULnRlYW0udjEuQWNrUmVzcG9uc2USRQoKR2V0UmVxdWVzdBIaLnRlYW0udjEuR2V0UmVxdWVzdFJlcXVlc3QaGy50ZWFtLnYxLkdldFJlcXVlc3RSZXNwb25zZRJLCgxMaXN0UmVxdWVzdHMSHC50ZWFtLnYxLkxpc3RSZXF1ZXN0c1JlcXVlc3QaHS50ZWFtLnYxLkxpc3RSZXF1ZXN0c1Jlc3BvbnNlEksKDEF3YWl0UmVxdWVzdBIcLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVxdWVzdBodLnRlYW0udjEuQXdhaXRSZXF1ZXN0UmVzcG9uc2USTgoNQ2FuY2VsUmVxdWVzdBIdLnRlYW0udjEuQ2FuY2VsUmVxdWVzdFJlcXVlc3QaHi50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXNwb25zZRI8CgdHZXRUYXNrEhcudGVhbS52MS5HZXRUYXNrUmVxdWVzdBoYLnRlYW0udjEuR2V0VGFza1Jlc3BvbnNlEkIKCUxpc3RUYXNrcxIZLnRlYW0udjEuTGlzdFRhc2tzUmVxdWVzdBoaLnRlYW0udjEuTGlzdFRhc2tzUmVzcG9uc2USSwoMTGlzdEF0dGVtcHRzEhwudGVhbS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0QXR0ZW1wdHNSZXNwb25zZRJECglXYXRjaFRlYW0SGS50ZWFtLnYxLldhdGNoVGVhbVJlcXVlc3QaGi50ZWFtLnYxLldhdGNoVGVhbVJlc3BvbnNlMAFCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
+  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInMKEUNyZWF0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDwoHc3ViamVjdBgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRITCgthY3RpdmVfZm9ybRgEIAEoCRISCgpibG9ja2VkX2J5GAUgAygJIjEKEkNyZWF0ZVRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrIp8CChFVcGRhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhQKB3N1YmplY3QYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhgKC2FjdGl2ZV9mb3JtGAQgASgJSAKIAQESFgoOYWRkX2Jsb2NrZWRfYnkYBSADKAkSGQoRcmVtb3ZlX2Jsb2NrZWRfYnkYBiADKAkSEgoKYWRkX2Jsb2NrcxgHIAMoCRIVCg1yZW1vdmVfYmxvY2tzGAggAygJEiUKBnN0YXR1cxgJIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzQgoKCF9zdWJqZWN0Qg4KDF9kZXNjcmlwdGlvbkIOCgxfYWN0aXZlX2Zvcm0iMQoSVXBkYXRlVGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2siJAoRRGVsZXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSIxChJEZWxldGVUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzayIhCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIlcKD0dldFRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrEicKB2hpc3RvcnkYAiADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQisgEKEExpc3RUYXNrc1JlcXVlc3QSDQoFb3duZXIYASABKAkSIQoFc3RhdGUYAiABKA4yEi50ZWFtLnYxLlRhc2tTdGF0ZRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCRINCgVyZWFkeRgFIAEoCBIPCgdibG9ja2VkGAYgASgIEiUKBnN0YXR1cxgHIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzIkoKEUxpc3RUYXNrc1Jlc3BvbnNlEhwKBXRhc2tzGAEgAygLMg0udGVhbS52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJVChNBd2FpdFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKgoHdGltZW91dBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI/ChRBd2FpdFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIioKFENhbmNlbFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiQAoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiigEKE0xpc3RBdHRlbXB0c1JlcXVlc3QSDgoGbWVtYmVyGAEgASgJEigKB291dGNvbWUYAiABKA4yFy50ZWFtLnYxLkF0dGVtcHRPdXRjb21lEhIKCnJlcXVlc3RfaWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiUwoUTGlzdEF0dGVtcHRzUmVzcG9uc2USIgoIYXR0ZW1wdHMYASADKAsyEC50ZWFtLnYxLkF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjQKEFdhdGNoVGVhbVJlcXVlc3QSDgoGY3Vyc29yGAEgASgJEhAKCGZyb21fbm93GAIgASgIIhAKDldhdGNoSGVhcnRiZWF0In4KEVdhdGNoVGVhbVJlc3BvbnNlEg4KBmN1cnNvchgBIAEoCRIjCgVldmVudBgCIAEoCzISLnRlYW0udjEuVGVhbUV2ZW50SAASLAoJaGVhcnRiZWF0GAMgASgLMhcudGVhbS52MS5XYXRjaEhlYXJ0YmVhdEgAQgYKBGtpbmQyuwoKC1RlYW1TZXJ2aWNlEkUKCkNyZWF0ZVRlYW0SGi50ZWFtLnYxLkNyZWF0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5DcmVhdGVUZWFtUmVzcG9uc2USQgoJQWRkTWVtYmVyEhkudGVhbS52MS5BZGRNZW1iZXJSZXF1ZXN0GhoudGVhbS52MS5BZGRNZW1iZXJSZXNwb25zZRJLCgxSZW1vdmVNZW1iZXISHC50ZWFtLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHS50ZWFtLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEkgKC0xpc3RNZW1iZXJzEhsudGVhbS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHC50ZWFtLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRQoKQ3JlYXRlVGFzaxIaLnRlYW0udjEuQ3JlYXRlVGFza1JlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRhc2tSZXNwb25zZRJFCgpVcGRhdGVUYXNrEhoudGVhbS52MS5VcGRhdGVUYXNrUmVxdWVzdBobLnRlYW0udjEuVXBkYXRlVGFza1Jlc3BvbnNlEkUKCkRlbGV0ZVRhc2sSGi50ZWFtLnYxLkRlbGV0ZVRhc2tSZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUYXNrUmVzcG9uc2USPAoHR2V0VGFzaxIXLnRlYW0udjEuR2V0VGFza1JlcXVlc3QaGC50ZWFtLnYxLkdldFRhc2tSZXNwb25zZRJCCglMaXN0VGFza3MSGS50ZWFtLnYxLkxpc3RUYXNrc1JlcXVlc3QaGi50ZWFtLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEksKDExpc3RBdHRlbXB0cxIcLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVxdWVzdBodLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USRAoJV2F0Y2hUZWFtEhkudGVhbS52MS5XYXRjaFRlYW1SZXF1ZXN0GhoudGVhbS52MS5XYXRjaFRlYW1SZXNwb25zZTABQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
 
 /**
  * @generated from message team.v1.CreateTeamRequest
@@ -632,6 +632,209 @@ export const ListRequestsResponseSchema: GenMessage<ListRequestsResponse> = /*@_
   messageDesc(file_team_v1_team_service, 21);
 
 /**
+ * @generated from message team.v1.CreateTaskRequest
+ */
+export type CreateTaskRequest = Message<"team.v1.CreateTaskRequest"> & {
+  /**
+   * The id to give the task: 1 to 128 characters, no control characters. Unset: the server
+   * gives it the next free number of the team ("1", "2", ...).
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * What to do, in one line: 1 to 200 characters. Required.
+   *
+   * @generated from field: string subject = 2;
+   */
+  subject: string;
+
+  /**
+   * The details (at most 16 KiB).
+   *
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * What the owner shows while working on it, e.g. "Running the tests" (at most 200
+   * characters).
+   *
+   * @generated from field: string active_form = 4;
+   */
+  activeForm: string;
+
+  /**
+   * Tasks of the team it waits on (at most 100 ids): each must exist and not be deleted.
+   *
+   * @generated from field: repeated string blocked_by = 5;
+   */
+  blockedBy: string[];
+};
+
+/**
+ * Describes the message team.v1.CreateTaskRequest.
+ * Use `create(CreateTaskRequestSchema)` to create a new message.
+ */
+export const CreateTaskRequestSchema: GenMessage<CreateTaskRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 22);
+
+/**
+ * @generated from message team.v1.CreateTaskResponse
+ */
+export type CreateTaskResponse = Message<"team.v1.CreateTaskResponse"> & {
+  /**
+   * The task as stored.
+   *
+   * @generated from field: team.v1.Task task = 1;
+   */
+  task?: Task | undefined;
+};
+
+/**
+ * Describes the message team.v1.CreateTaskResponse.
+ * Use `create(CreateTaskResponseSchema)` to create a new message.
+ */
+export const CreateTaskResponseSchema: GenMessage<CreateTaskResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 23);
+
+/**
+ * @generated from message team.v1.UpdateTaskRequest
+ */
+export type UpdateTaskRequest = Message<"team.v1.UpdateTaskRequest"> & {
+  /**
+   * The task to change.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * A new subject (1 to 200 characters). The lead, or the task's owner.
+   *
+   * @generated from field: optional string subject = 2;
+   */
+  subject?: string | undefined;
+
+  /**
+   * A new description (at most 16 KiB). The lead, or the task's owner.
+   *
+   * @generated from field: optional string description = 3;
+   */
+  description?: string | undefined;
+
+  /**
+   * A new active form (at most 200 characters). The lead, or the task's owner.
+   *
+   * @generated from field: optional string active_form = 4;
+   */
+  activeForm?: string | undefined;
+
+  /**
+   * The lead only: tasks it will wait on, from now on. Each must exist and not be deleted; one
+   * that would close a cycle is refused (no-cycle). Together with the next three, at most 100
+   * ids.
+   *
+   * @generated from field: repeated string add_blocked_by = 5;
+   */
+  addBlockedBy: string[];
+
+  /**
+   * The lead only: tasks it no longer waits on (an id it does not wait on is ignored).
+   *
+   * @generated from field: repeated string remove_blocked_by = 6;
+   */
+  removeBlockedBy: string[];
+
+  /**
+   * The lead only: tasks that will wait on this one (Claude Code's addBlocks).
+   *
+   * @generated from field: repeated string add_blocks = 7;
+   */
+  addBlocks: string[];
+
+  /**
+   * The lead only: tasks that no longer wait on this one.
+   *
+   * @generated from field: repeated string remove_blocks = 8;
+   */
+  removeBlocks: string[];
+
+  /**
+   * Unset: unchanged. TASK_PROGRESS_PENDING or _IN_PROGRESS: its owner only. _DELETED: the
+   * lead only (as DeleteTask). _COMPLETED and _IN_REVIEW are refused (signoff-completes).
+   *
+   * @generated from field: team.v1.TaskProgress status = 9;
+   */
+  status: TaskProgress;
+};
+
+/**
+ * Describes the message team.v1.UpdateTaskRequest.
+ * Use `create(UpdateTaskRequestSchema)` to create a new message.
+ */
+export const UpdateTaskRequestSchema: GenMessage<UpdateTaskRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 24);
+
+/**
+ * @generated from message team.v1.UpdateTaskResponse
+ */
+export type UpdateTaskResponse = Message<"team.v1.UpdateTaskResponse"> & {
+  /**
+   * The task after the change.
+   *
+   * @generated from field: team.v1.Task task = 1;
+   */
+  task?: Task | undefined;
+};
+
+/**
+ * Describes the message team.v1.UpdateTaskResponse.
+ * Use `create(UpdateTaskResponseSchema)` to create a new message.
+ */
+export const UpdateTaskResponseSchema: GenMessage<UpdateTaskResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 25);
+
+/**
+ * @generated from message team.v1.DeleteTaskRequest
+ */
+export type DeleteTaskRequest = Message<"team.v1.DeleteTaskRequest"> & {
+  /**
+   * The task to delete.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+};
+
+/**
+ * Describes the message team.v1.DeleteTaskRequest.
+ * Use `create(DeleteTaskRequestSchema)` to create a new message.
+ */
+export const DeleteTaskRequestSchema: GenMessage<DeleteTaskRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 26);
+
+/**
+ * @generated from message team.v1.DeleteTaskResponse
+ */
+export type DeleteTaskResponse = Message<"team.v1.DeleteTaskResponse"> & {
+  /**
+   * The task, now deleted.
+   *
+   * @generated from field: team.v1.Task task = 1;
+   */
+  task?: Task | undefined;
+};
+
+/**
+ * Describes the message team.v1.DeleteTaskResponse.
+ * Use `create(DeleteTaskResponseSchema)` to create a new message.
+ */
+export const DeleteTaskResponseSchema: GenMessage<DeleteTaskResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 27);
+
+/**
  * @generated from message team.v1.GetTaskRequest
  */
 export type GetTaskRequest = Message<"team.v1.GetTaskRequest"> & {
@@ -648,7 +851,7 @@ export type GetTaskRequest = Message<"team.v1.GetTaskRequest"> & {
  * Use `create(GetTaskRequestSchema)` to create a new message.
  */
 export const GetTaskRequestSchema: GenMessage<GetTaskRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 22);
+  messageDesc(file_team_v1_team_service, 28);
 
 /**
  * @generated from message team.v1.GetTaskResponse
@@ -673,15 +876,14 @@ export type GetTaskResponse = Message<"team.v1.GetTaskResponse"> & {
  * Use `create(GetTaskResponseSchema)` to create a new message.
  */
 export const GetTaskResponseSchema: GenMessage<GetTaskResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 23);
+  messageDesc(file_team_v1_team_service, 29);
 
 /**
  * @generated from message team.v1.ListTasksRequest
  */
 export type ListTasksRequest = Message<"team.v1.ListTasksRequest"> & {
   /**
-   * Only tasks this member holds (or held when done). Unset: the lead sees all, a
-   * teammate its own and unowned ones.
+   * Only tasks this member holds (or held when they were completed).
    *
    * @generated from field: string owner = 1;
    */
@@ -707,6 +909,28 @@ export type ListTasksRequest = Message<"team.v1.ListTasksRequest"> & {
    * @generated from field: string page_token = 4;
    */
   pageToken: string;
+
+  /**
+   * Only ready tasks: unowned, pending, nothing open blocking them (what a teammate may claim).
+   *
+   * @generated from field: bool ready = 5;
+   */
+  ready: boolean;
+
+  /**
+   * Only open tasks (neither completed nor deleted) that wait on an open task. Not with
+   * `ready`.
+   *
+   * @generated from field: bool blocked = 6;
+   */
+  blocked: boolean;
+
+  /**
+   * Only tasks with this status (unset: any but deleted).
+   *
+   * @generated from field: team.v1.TaskProgress status = 7;
+   */
+  status: TaskProgress;
 };
 
 /**
@@ -714,7 +938,7 @@ export type ListTasksRequest = Message<"team.v1.ListTasksRequest"> & {
  * Use `create(ListTasksRequestSchema)` to create a new message.
  */
 export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 24);
+  messageDesc(file_team_v1_team_service, 30);
 
 /**
  * @generated from message team.v1.ListTasksResponse
@@ -740,7 +964,7 @@ export type ListTasksResponse = Message<"team.v1.ListTasksResponse"> & {
  * Use `create(ListTasksResponseSchema)` to create a new message.
  */
 export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 25);
+  messageDesc(file_team_v1_team_service, 31);
 
 /**
  * @generated from message team.v1.AwaitRequestRequest
@@ -766,7 +990,7 @@ export type AwaitRequestRequest = Message<"team.v1.AwaitRequestRequest"> & {
  * Use `create(AwaitRequestRequestSchema)` to create a new message.
  */
 export const AwaitRequestRequestSchema: GenMessage<AwaitRequestRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 26);
+  messageDesc(file_team_v1_team_service, 32);
 
 /**
  * @generated from message team.v1.AwaitRequestResponse
@@ -785,7 +1009,7 @@ export type AwaitRequestResponse = Message<"team.v1.AwaitRequestResponse"> & {
  * Use `create(AwaitRequestResponseSchema)` to create a new message.
  */
 export const AwaitRequestResponseSchema: GenMessage<AwaitRequestResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 27);
+  messageDesc(file_team_v1_team_service, 33);
 
 /**
  * @generated from message team.v1.CancelRequestRequest
@@ -804,7 +1028,7 @@ export type CancelRequestRequest = Message<"team.v1.CancelRequestRequest"> & {
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 28);
+  messageDesc(file_team_v1_team_service, 34);
 
 /**
  * @generated from message team.v1.CancelRequestResponse
@@ -823,7 +1047,7 @@ export type CancelRequestResponse = Message<"team.v1.CancelRequestResponse"> & {
  * Use `create(CancelRequestResponseSchema)` to create a new message.
  */
 export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 29);
+  messageDesc(file_team_v1_team_service, 35);
 
 /**
  * @generated from message team.v1.ListAttemptsRequest
@@ -871,7 +1095,7 @@ export type ListAttemptsRequest = Message<"team.v1.ListAttemptsRequest"> & {
  * Use `create(ListAttemptsRequestSchema)` to create a new message.
  */
 export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 30);
+  messageDesc(file_team_v1_team_service, 36);
 
 /**
  * @generated from message team.v1.ListAttemptsResponse
@@ -897,7 +1121,7 @@ export type ListAttemptsResponse = Message<"team.v1.ListAttemptsResponse"> & {
  * Use `create(ListAttemptsResponseSchema)` to create a new message.
  */
 export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 31);
+  messageDesc(file_team_v1_team_service, 37);
 
 /**
  * @generated from message team.v1.WatchTeamRequest
@@ -925,7 +1149,7 @@ export type WatchTeamRequest = Message<"team.v1.WatchTeamRequest"> & {
  * Use `create(WatchTeamRequestSchema)` to create a new message.
  */
 export const WatchTeamRequestSchema: GenMessage<WatchTeamRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 32);
+  messageDesc(file_team_v1_team_service, 38);
 
 /**
  * An idle-stream heartbeat: nothing new in the team. Its response's cursor is current.
@@ -940,7 +1164,7 @@ export type WatchHeartbeat = Message<"team.v1.WatchHeartbeat"> & {
  * Use `create(WatchHeartbeatSchema)` to create a new message.
  */
 export const WatchHeartbeatSchema: GenMessage<WatchHeartbeat> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 33);
+  messageDesc(file_team_v1_team_service, 39);
 
 /**
  * @generated from message team.v1.WatchTeamResponse
@@ -982,7 +1206,7 @@ export type WatchTeamResponse = Message<"team.v1.WatchTeamResponse"> & {
  * Use `create(WatchTeamResponseSchema)` to create a new message.
  */
 export const WatchTeamResponseSchema: GenMessage<WatchTeamResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 34);
+  messageDesc(file_team_v1_team_service, 40);
 
 /**
  * TeamService gives a team of agents (one lead, any number of teammates) durable
@@ -1131,10 +1355,49 @@ export const TeamService: GenService<{
     output: typeof CancelRequestResponseSchema;
   },
   /**
-   * The lead and observers see any task; a teammate a task it holds (or held when it was
-   * done) and unowned ones: another member's task is refused with PermissionDenied (rule
-   * task-visibility, naming the owner), an id no claim or assignment named with NotFound.
-   * Returns the task and its history of requests.
+   * Any member but an observer. Adds a task to the team's shared task list: pending, unowned,
+   * waiting on `blocked_by`. The id is the caller's (`task_id`) or the next free number.
+   * Refused: an id taken (AlreadyExists), a dependency that names no task of the team or a
+   * deleted one (NotFound, rule task-exists), a task blocked by itself (rule no-cycle).
+   *
+   * @generated from rpc team.v1.TeamService.CreateTask
+   */
+  createTask: {
+    methodKind: "unary";
+    input: typeof CreateTaskRequestSchema;
+    output: typeof CreateTaskResponseSchema;
+  },
+  /**
+   * Changes a task (rule owner-or-lead-updates): the lead may change its subject,
+   * description, active form and dependencies, or delete it (status deleted); its owner may
+   * change its own subject, description and active form and set it pending or in_progress.
+   * Nobody sets completed or in_review: the sign-off protocol does (rule signoff-completes).
+   * A dependency that would close a cycle is refused naming the cycle, and nothing of the call
+   * is stored (rule no-cycle). A completed task is final (task-done), a deleted one too
+   * (task-deleted).
+   *
+   * @generated from rpc team.v1.TeamService.UpdateTask
+   */
+  updateTask: {
+    methodKind: "unary";
+    input: typeof UpdateTaskRequestSchema;
+    output: typeof UpdateTaskResponseSchema;
+  },
+  /**
+   * The lead only. Deletes a task (status deleted): its pending requests are canceled (their
+   * parties told), its owner loses it, and tasks that waited only on it become ready (the
+   * lead is told, one task_notification each). A completed task cannot be deleted (task-done).
+   *
+   * @generated from rpc team.v1.TeamService.DeleteTask
+   */
+  deleteTask: {
+    methodKind: "unary";
+    input: typeof DeleteTaskRequestSchema;
+    output: typeof DeleteTaskResponseSchema;
+  },
+  /**
+   * Any member. One task and its history of requests. An id never created, claimed or
+   * assigned is NotFound.
    *
    * @generated from rpc team.v1.TeamService.GetTask
    */
@@ -1144,8 +1407,8 @@ export const TeamService: GenService<{
     output: typeof GetTaskResponseSchema;
   },
   /**
-   * Lists tasks: the lead and observers see the team's, a teammate its own and unowned ones
-   * (an `owner` other than itself is refused, task-visibility).
+   * Any member. The team's tasks (deleted ones only when `status` asks for them), filtered by
+   * owner, state, status, and `ready` or `blocked`.
    *
    * @generated from rpc team.v1.TeamService.ListTasks
    */

@@ -4,6 +4,7 @@ import {
   permissionModeFromProto,
   requestKindFromProto,
   requestStatusFromProto,
+  taskProgressFromProto,
   taskStateFromProto,
 } from "../../domain/enums.js";
 import { type AnyRequest, M, type RuleCall, type Violation } from "./rule.js";
@@ -44,8 +45,15 @@ export function enumValueViolation({ method, request }: RuleCall): Violation | u
         ? unknown("outcome", r.outcome, "attempt outcome")
         : undefined;
     case M.listTasks:
+      if (taskProgressFromProto(r.status) === undefined) {
+        return unknown("status", r.status, "task status");
+      }
       return taskStateFromProto(r.state) === undefined
         ? unknown("state", r.state, "task state")
+        : undefined;
+    case M.updateTask:
+      return taskProgressFromProto(r.status) === undefined
+        ? unknown("status", r.status, "task status")
         : undefined;
     case M.awaitRequest:
       return r.timeout !== undefined && (r.timeout.seconds < 0n || r.timeout.nanos < 0)

@@ -106,6 +106,12 @@ function taskNotificationShape(v: AnyRequest): Violation | undefined {
       field: `${field}.status`,
     };
   }
+  if (v.status === 4) {
+    return {
+      sentence: "status ready is written by the server only: report completed, failed or stopped",
+      field: `${field}.status`,
+    };
+  }
   if (![1, 2, 3].includes(v.status)) {
     return { sentence: `status ${v.status} is not a known task status`, field: `${field}.status` };
   }

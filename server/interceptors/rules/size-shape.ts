@@ -4,6 +4,7 @@ import { enumValueViolation } from "./enum-values.js";
 import { messageShapeViolation } from "./message-shape.js";
 import { nameViolation, requestIdViolation, taskIdViolation } from "./names.js";
 import { type AnyRequest, M, type Rule, type RuleCall, type Violation } from "./rule.js";
+import { createTaskShape, listTasksShape, updateTaskShape } from "./task-list-shape.js";
 
 /**
  * size-shape: names, ids, cursors, enum values and bodies have the shapes and sizes the contract promises.
@@ -47,9 +48,14 @@ export const sizeShape: Rule = {
       case M.listAttempts:
         return listAttemptsShape(request);
       case M.getTask:
+      case M.deleteTask:
         return taskIdViolation(request.taskId, "task_id");
       case M.listTasks:
-        return request.owner === "" ? undefined : nameViolation(request.owner, "owner", "owner");
+        return listTasksShape(request);
+      case M.createTask:
+        return createTaskShape(request);
+      case M.updateTask:
+        return updateTaskShape(request);
     }
     return undefined;
   },

@@ -11,6 +11,7 @@ import { leadOnlyShutdown, responseToLead, shutdownToTeammate } from "./shutdown
 import { sizeShape } from "./size-shape.js";
 import { assignToTeammate, claimToLead, leadOnlyAssign } from "./task-claim.js";
 import { handoffToOther } from "./task-handoff.js";
+import { ownerOrLeadUpdates, signoffCompletes } from "./task-list.js";
 import { taskToLead } from "./task-notification.js";
 
 export type { Rule, RuleCall, Violation } from "./rule.js";
@@ -38,6 +39,8 @@ export const rules: readonly Rule[] = [
   handoffToOther,
   signoffToLead,
   leadOnlySignoff,
+  signoffCompletes,
+  ownerOrLeadUpdates,
   // After every who-may-answer rule: a wrong answerer hears that first.
   reasonOnReject,
   feedbackOnReject,

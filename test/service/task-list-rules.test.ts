@@ -1,0 +1,261 @@
+import { Code } from "@connectrpc/connect";
+import { expect, it } from "vitest";
+import { MemberRole, TaskProgress, TaskState } from "../../gen/team/v1/enums_pb.js";
+import { describeEachDatabase, type TestTeam } from "../support/harness.js";
+import { refused } from "../support/protocol-helpers.js";
+import {
+  assign,
+  claimAndApprove,
+  claimRequest,
+  claimResponse,
+  createTasks,
+  handoffRequest,
+  signoffRequest,
+  signoffResponse,
+  taskListSnapshot,
+  taskOf,
+} from "../support/task-helpers.js";
+
+/**
+ * Every rule of the task list over a live server: each refusal with its code, rule id (message
+ * prefix and RuleViolation detail) and nothing changed (tasks, dependencies, events, messages,
+ * requests); next to it, the legitimate case that passes.
+ */
+describeEachDatabase("the task list: every rule, end to end", (env) => {
+  async function expectRule(t: TestTeam, call: () => Promise<unknown>, rule: string, code: Code) {
+    const before = await taskListSnapshot(env().db, t.name);
+    const r = await refused(call);
+    expect([r.code, r.detail?.rule], `${rule}: ${r.message}`).toEqual([code, rule]);
+    expect(r.message.startsWith(`${rule}: `), r.message).toBe(true);
+    expect(r.detail?.description.length).toBeGreaterThan(10);
+    expect(await taskListSnapshot(env().db, t.name)).toBe(before);
+    return r;
+  }
+
+  it("task-blocked: a claim, an assignment, and a claim's approval of a task with open blockers, naming them", async () => {
+    const t = await env().team("alice", "bob");
+    const alice = t.member("alice").client;
+    await createTasks(t.lead, [["a"], ["b"], ["c", "a", "b"], ["d"]]);
+    const claim = await expectRule(
+      t,
+      () => alice.send({ to: "team-lead", message: claimRequest("c") }),
+      "task-blocked",
+      Code.FailedPrecondition,
+    );
+    expect(claim.message).toContain('"c" is blocked by "a", "b"');
+    expect(claim.detail?.field).toBe("message.task_claim_request.task_id");
+    await expectRule(
+      t,
+      () => t.lead.send({ to: "alice", message: assign("c") }),
+      "task-blocked",
+      Code.FailedPrecondition,
+    );
+    // A claim made while d was ready, approved after the lead made it wait on a.
+    const asked = await alice.send({ to: "team-lead", message: claimRequest("d") });
+    await t.lead.updateTask({ taskId: "d", addBlockedBy: ["a"] });
+    const approval = await expectRule(
+      t,
+      () => t.lead.send({ to: "alice", message: claimResponse(asked.requestId, true) }),
+      "task-blocked",
+      Code.FailedPrecondition,
+    );
+    expect(approval.message).toContain('"d" is blocked by "a"');
+    // Ready tasks move.
+    await claimAndApprove(t.lead, t.member("bob").client, "bob", "b");
+    await t.lead.send({ to: "alice", message: assign("a") });
+    expect((await taskOf(alice, "a")).owner).toBe("alice");
+  });
+
+  it("no-cycle: a dependency closing a cycle is refused naming it; a new task cannot wait on itself", async () => {
+    const t = await env().team("alice");
+    await createTasks(t.lead, [["a"], ["b", "a"], ["c", "b"]]);
+    const r = await expectRule(
+      t,
+      () => t.lead.updateTask({ taskId: "a", addBlockedBy: ["c"] }),
+      "no-cycle",
+      Code.FailedPrecondition,
+    );
+    expect([r.message, r.detail?.field]).toEqual([
+      expect.stringContaining('"a" -> "c" -> "b" -> "a"'),
+      "add_blocked_by",
+    ]);
+    await expectRule(
+      t,
+      () => t.lead.createTask({ taskId: "x", subject: "x", blockedBy: ["a", "x"] }),
+      "no-cycle",
+      Code.FailedPrecondition,
+    );
+    await t.lead.updateTask({ taskId: "c", addBlockedBy: ["a"] });
+    expect((await taskOf(t.lead, "c")).blockedBy).toEqual(["a", "b"]);
+  });
+
+  it("task-exists: dependencies name tasks of the team that are not deleted", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    const other = await env().team("zed");
+    await createTasks(other.lead, [["elsewhere"]]);
+    await createTasks(t.lead, [["a"], ["gone"]]);
+    await t.lead.deleteTask({ taskId: "gone" });
+    const create = await expectRule(
+      t,
+      () => alice.createTask({ subject: "s", blockedBy: ["a", "nope", "elsewhere"] }),
+      "task-exists",
+      Code.NotFound,
+    );
+    expect([create.message, create.detail?.field]).toEqual([
+      expect.stringContaining('no task "elsewhere", "nope" in this team'),
+      "blocked_by",
+    ]);
+    const deleted = await expectRule(
+      t,
+      () => t.lead.updateTask({ taskId: "a", addBlockedBy: ["gone"] }),
+      "task-exists",
+      Code.NotFound,
+    );
+    expect(deleted.message).toContain('task "gone" was deleted');
+    await expectRule(
+      t,
+      () => t.lead.updateTask({ taskId: "a", addBlocks: ["nope"] }),
+      "task-exists",
+      Code.NotFound,
+    );
+    const made = await alice.createTask({ subject: "s", blockedBy: ["a"] });
+    expect(made.task?.blockedBy).toEqual(["a"]);
+  });
+
+  it("owner-or-lead-updates: a teammate changes only a task it holds, never dependencies; only the lead deletes; the lead does not start tasks", async () => {
+    const t = await env().team("alice", "bob");
+    const alice = t.member("alice").client;
+    const bob = t.member("bob").client;
+    await createTasks(t.lead, [["a"], ["free"]]);
+    await t.lead.send({ to: "alice", message: assign("a") });
+    const held = await expectRule(
+      t,
+      () => bob.updateTask({ taskId: "a", subject: "mine now" }),
+      "owner-or-lead-updates",
+      Code.PermissionDenied,
+    );
+    expect(held.message).toContain('held by "alice"');
+    const unowned = await expectRule(
+      t,
+      () => bob.updateTask({ taskId: "free", status: TaskProgress.IN_PROGRESS }),
+      "owner-or-lead-updates",
+      Code.PermissionDenied,
+    );
+    expect(unowned.message).toContain("claim it first");
+    for (const call of [
+      () => alice.updateTask({ taskId: "a", addBlockedBy: ["free"] }),
+      () => alice.updateTask({ taskId: "a", status: TaskProgress.DELETED }),
+      () => alice.deleteTask({ taskId: "a" }),
+      () => t.lead.updateTask({ taskId: "a", status: TaskProgress.IN_PROGRESS }),
+    ]) {
+      await expectRule(t, call, "owner-or-lead-updates", Code.PermissionDenied);
+    }
+    await alice.updateTask({
+      taskId: "a",
+      subject: "A, reworded",
+      status: TaskProgress.IN_PROGRESS,
+    });
+    await t.lead.updateTask({ taskId: "free", description: "the lead edits any task" });
+    expect(await taskOf(bob, "a")).toMatchObject({
+      subject: "A, reworded",
+      status: TaskProgress.IN_PROGRESS,
+    });
+    expect((await taskOf(bob, "free")).description).toBe("the lead edits any task");
+  });
+
+  it("signoff-completes: nobody sets completed or in_review; the approved sign-off does", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    await createTasks(t.lead, [["a"]]);
+    await claimAndApprove(t.lead, alice, "alice", "a");
+    for (const [who, status] of [
+      [alice, TaskProgress.COMPLETED],
+      [t.lead, TaskProgress.COMPLETED],
+      [alice, TaskProgress.IN_REVIEW],
+    ] as const) {
+      await expectRule(
+        t,
+        () => who.updateTask({ taskId: "a", status }),
+        "signoff-completes",
+        Code.InvalidArgument,
+      );
+    }
+    const s = await alice.send({ to: "team-lead", message: signoffRequest("a") });
+    await t.lead.send({ to: "alice", message: signoffResponse(s.requestId, true) });
+    expect((await taskOf(alice, "a")).status).toBe(TaskProgress.COMPLETED);
+  });
+
+  it("task-deleted: nothing claims, assigns, changes or deletes a deleted task", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    await createTasks(t.lead, [["a"], ["b"]]);
+    await t.lead.deleteTask({ taskId: "a" });
+    for (const call of [
+      () => alice.send({ to: "team-lead", message: claimRequest("a") }),
+      () => t.lead.send({ to: "alice", message: assign("a") }),
+      () => t.lead.updateTask({ taskId: "a", subject: "back" }),
+      () => t.lead.deleteTask({ taskId: "a" }),
+    ]) {
+      await expectRule(t, call, "task-deleted", Code.FailedPrecondition);
+    }
+    expect((await taskOf(alice, "a")).status).toBe(TaskProgress.DELETED);
+    await t.lead.send({ to: "alice", message: assign("b") });
+  });
+
+  it("task-done: a completed task is not changed, deleted, nor made to wait", async () => {
+    const t = await env().team("alice", "bob");
+    const alice = t.member("alice").client;
+    await createTasks(t.lead, [["a"], ["b"]]);
+    await t.lead.send({ to: "alice", message: assign("a") });
+    const s = await alice.send({ to: "team-lead", message: signoffRequest("a") });
+    await t.lead.send({ to: "alice", message: signoffResponse(s.requestId, true) });
+    for (const call of [
+      () => t.lead.updateTask({ taskId: "a", subject: "again" }),
+      () => t.lead.deleteTask({ taskId: "a" }),
+      () => t.lead.updateTask({ taskId: "b", addBlocks: ["a"] }),
+      () => alice.send({ to: "bob", message: handoffRequest("a") }),
+    ]) {
+      await expectRule(t, call, "task-done", Code.FailedPrecondition);
+    }
+    // Waiting on a completed task is allowed (it blocks nothing).
+    await t.lead.updateTask({ taskId: "b", addBlockedBy: ["a"] });
+    expect(await taskOf(alice, "b")).toMatchObject({
+      blockedBy: ["a"],
+      openBlockers: [],
+      ready: true,
+    });
+  });
+
+  it("a task id is created once (AlreadyExists), an unknown one is NotFound, an observer creates nothing", async () => {
+    const t = await env().team("alice");
+    await createTasks(t.lead, [["a"]]);
+    await t.member("alice").client.send({ to: "team-lead", message: claimRequest("claimed") });
+    for (const taskId of ["a", "claimed"]) {
+      const before = await taskListSnapshot(env().db, t.name);
+      const r = await refused(() => t.lead.createTask({ taskId, subject: "again" }));
+      expect([r.code, r.message]).toEqual([
+        Code.AlreadyExists,
+        expect.stringContaining("UpdateTask"),
+      ]);
+      expect(await taskListSnapshot(env().db, t.name)).toBe(before);
+    }
+    for (const call of [
+      () => t.lead.updateTask({ taskId: "never", subject: "s" }),
+      () => t.lead.deleteTask({ taskId: "never" }),
+      () => t.lead.getTask({ taskId: "never" }),
+    ]) {
+      expect((await refused(call)).code).toBe(Code.NotFound);
+    }
+    const eye = env().client(
+      (await t.lead.addMember({ name: "eye", role: MemberRole.OBSERVER })).token,
+    );
+    await expectRule(
+      t,
+      () => eye.createTask({ subject: "s" }),
+      "observer-read-only",
+      Code.PermissionDenied,
+    );
+    expect((await taskOf(eye, "a")).state).toBe(TaskState.UNOWNED);
+  });
+});
