@@ -53,7 +53,9 @@ export async function startFakeAnthropic(model: ScriptedModel): Promise<FakeAnth
   const server: Server = createServer((req, res) => {
     void handle(req, res).catch((err: unknown) => {
       res.writeHead(500, { "content-type": "application/json" });
-      res.end(JSON.stringify({ type: "error", error: { type: "api_error", message: String(err) } }));
+      res.end(
+        JSON.stringify({ type: "error", error: { type: "api_error", message: String(err) } }),
+      );
     });
   });
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
