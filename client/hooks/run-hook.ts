@@ -40,7 +40,7 @@ export async function runHook(o: RunHookOptions): Promise<number> {
       });
     });
   } catch (err) {
-    o.warn(`team hook ${o.event}: not applied, the team server did not answer (${reason(err)})`);
+    o.warn(`team hook ${o.event}: not applied: ${reason(err)}`);
     return HOOK_EXIT.failedOpen;
   }
   if (decision.output) await o.write(`${JSON.stringify(decision.output)}\n`);
