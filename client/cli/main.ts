@@ -4,6 +4,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { TeamError } from "@team-protocols/client/team-error.js";
 import { Command, CommanderError } from "commander";
 import { attemptCommands } from "./commands/attempts.js";
+import { hookCommands } from "./commands/hooks.js";
 import { mcpCommand } from "./commands/mcp.js";
 import { membershipCommands } from "./commands/membership.js";
 import { messagingCommands } from "./commands/messaging.js";
@@ -41,11 +42,19 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   attemptCommands(program);
   watchCommand(program);
   mcpCommand(program);
+  hookCommands(program);
   return program;
 }
 
 /** Runs one command line; resolves to the process exit code. Never calls process.exit. */
 export async function runCli(argv: string[]): Promise<number> {
+  const code = await runCommand(argv);
+  // Exit code 2 from a Claude Code hook means "block" (a Stop hook would hold the agent on
+  // a usage mistake): `team hook` fails open instead, with exit code 1.
+  return argv[0] === "hook" && code === EXIT.usage ? EXIT.failed : code;
+}
+
+async function runCommand(argv: string[]): Promise<number> {
   const json = argv.includes("--json");
   try {
     await createProgram().parseAsync(argv, { from: "user" });

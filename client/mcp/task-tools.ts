@@ -1,5 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { describeTask } from "@team-protocols/client/describe.js";
+import type { Identity } from "@team-protocols/client/identity.js";
 import {
   requestKindName,
   requestStatusName,
@@ -10,7 +11,6 @@ import {
 import type { TaskChanges, TeamClient } from "@team-protocols/client/team-client.js";
 import type { RequestRecord, Task } from "@team-protocols/contract/team/v1/records_pb.js";
 import { z } from "zod";
-import type { Identity } from "./identity.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { guarded, ok, refusal } from "./tool-result.js";
 

@@ -1,4 +1,5 @@
 import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
+import type { Identity } from "@team-protocols/client/identity.js";
 import {
   memberRoleName,
   memberStatusName,
@@ -14,7 +15,6 @@ import {
   SendResponseSchema,
 } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { z } from "zod";
-import type { Identity } from "./identity.js";
 import { messageInput, toMessageInit } from "./message-input.js";
 import { registerTaskTools } from "./task-tools.js";
 import type { ToolRegistry } from "./tool-registry.js";

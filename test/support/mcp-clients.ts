@@ -15,14 +15,27 @@ afterEach(async () => {
   open.clear();
 });
 
+export interface ConnectOptions {
+  /** More arguments of `team mcp` (stdio only), e.g. `--no-push`. */
+  args?: string[];
+  /** Runs before the handshake: a notification handler set here sees the first events. */
+  beforeConnect?: (client: Client) => void;
+}
+
 /** The SDK's own Client, connected as the member `token` belongs to. */
-export async function connectMcp(way: McpWay, url: string, token: string): Promise<Client> {
+export async function connectMcp(
+  way: McpWay,
+  url: string,
+  token: string,
+  options: ConnectOptions = {},
+): Promise<Client> {
   const client = new Client({ name: "test-agent", version: "1.0.0" });
+  options.beforeConnect?.(client);
   const transport =
     way === "stdio"
       ? new StdioClientTransport({
           command: process.execPath,
-          args: ["bin/team.js", "mcp"],
+          args: ["bin/team.js", "mcp", ...(options.args ?? [])],
           cwd: repoRoot,
           env: { PATH: process.env.PATH ?? "", TEAM_URL: url, TEAM_TOKEN: token },
           stderr: "pipe",

@@ -1,0 +1,43 @@
+import type { Identity } from "./identity.js";
+
+/**
+ * A role's duties, one line each, as the `teammate` and `team-lead` prompts and the
+ * SessionStart hook give them. Answers are spelled as send_message's inputs.
+ */
+export function roleDuties(role: Identity["role"]): string[] {
+  if (role === "observer") {
+    return [
+      "- You are an observer: you may read (list_members, list_requests, get_request, await_request, journal) and nothing else; you receive no messages.",
+    ];
+  }
+  if (role === "lead") {
+    return [
+      "- Call wait_for_messages to receive plans, task notifications and answers.",
+      "- Answer each plan_approval_request once: send_message to its sender with " +
+        '{type: "plan_approval_response", request_id, approve, feedback}. An approved ' +
+        "teammate inherits your permission mode; a rejection needs feedback saying what to change.",
+      '- To stop a teammate, send it {type: "shutdown_request", reason}; it approves (and is ' +
+        "stopped) or rejects with a reason. remove_member stops it at once.",
+      "- Answer each task_claim_request once: send_message to the claimant with " +
+        '{type: "task_claim_response", request_id, approve, reason} (a rejection needs a reason). ' +
+        'Give a task directly with {type: "task_assign", task_id, note} to the teammate.',
+      "- Answer each result_signoff_request once: send_message to its owner with " +
+        '{type: "result_signoff_response", request_id, approve, feedback}: approving makes the ' +
+        "task done; a rejection needs feedback saying what to change. list_tasks shows the team's tasks.",
+      "- add_member gives a new teammate its token and MCP configuration.",
+      "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
+    ];
+  }
+  return [
+    "- Call wait_for_messages whenever you are idle or between steps; handle each message.",
+    "- A shutdown_request must be answered exactly once with send_message to the lead: " +
+      '{type: "shutdown_response", request_id, approve: true} to stop (your token is then ' +
+      "revoked), or approve: false with a reason to keep working.",
+    "- In plan mode, submit your plan before acting: send_message to the lead with " +
+      '{type: "plan_approval_request", plan}, then wait for the plan_approval_response. ' +
+      "On a rejection, revise using the feedback and submit again (a new request).",
+    "- When a task ends, report it to the lead: " +
+      '{type: "task_notification", task_id, status: "completed" | "failed" | "stopped", summary, result}.',
+    "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
+  ];
+}
