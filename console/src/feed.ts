@@ -1,6 +1,6 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { createBackoff, sleep } from "@team-protocols/client/backoff.js";
+import { resumableStream } from "@team-protocols/client/resumable-stream.js";
 import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
+import type { WatchTeamResponse } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import type { TeamRpc } from "./rpc.js";
 
 /**
@@ -31,61 +31,53 @@ export interface FeedHandlers {
  */
 const SILENCE_MS = 45_000;
 
-/** Refusals a retry cannot fix: a revoked token, a member that may not watch, a cursor refused. */
-const FINAL = new Set([Code.Unauthenticated, Code.PermissionDenied, Code.InvalidArgument]);
-
 /**
  * The team feed, live, for as long as `signal` is not aborted: WatchTeam from the oldest
  * event the server keeps, then, whenever the stream breaks (the server restarts, the network
  * drops), WatchTeam again from the cursor of the last response received, after a backoff.
- * The server delivers exactly what follows a cursor, so across reconnects every event
- * arrives once, in order.
+ * The reconnecting and the retry policy are the client library's (`resumableStream`, the
+ * codes of stream-retry.ts), the same as `team watch` and every agent's inbox: a refusal no
+ * retry can fix ends the feed. The server delivers exactly what follows a cursor, so across
+ * reconnects every event arrives once, in order.
  */
 export async function runFeed(rpc: TeamRpc, handlers: FeedHandlers, signal: AbortSignal) {
-  const backoff = createBackoff({ initialMs: 250, maxMs: 5_000 });
   let cursor = "";
   let connects = 0;
-  while (!signal.aborted) {
-    handlers.onStatus({ state: "connecting", connects });
-    const attempt = new AbortController();
-    const stop = () => attempt.abort();
-    signal.addEventListener("abort", stop, { once: true });
-    let silence = setTimeout(stop, SILENCE_MS);
-    try {
-      const stream = rpc.watchTeam({ cursor }, { signal: attempt.signal });
-      let first = true;
-      for await (const response of stream) {
-        clearTimeout(silence);
-        silence = setTimeout(stop, SILENCE_MS);
-        if (first) {
-          first = false;
+  let breaks = 0;
+  const responses = resumableStream<WatchTeamResponse, WatchTeamResponse>({
+    open: (attempt) => rpc.watchTeam({ cursor }, { signal: attempt }),
+    onResponse: (response) => {
+      cursor = response.cursor;
+      return response;
+    },
+    closed: signal,
+    backoff: { initialMs: 250, maxMs: 5_000 },
+    idleTimeoutMs: SILENCE_MS,
+    onStatus: (status) => {
+      switch (status.state) {
+        case "connecting":
+          return handlers.onStatus({ state: "connecting", connects });
+        case "connected":
+          breaks = 0;
           connects++;
-          backoff.reset();
-          handlers.onStatus({ state: "live", connects });
-        }
-        cursor = response.cursor;
-        if (response.kind.case === "event") handlers.onEvents([response.kind.value]);
-        else handlers.onHeartbeat();
+          return handlers.onStatus({ state: "live", connects });
+        case "disconnected":
+          breaks++;
+          return handlers.onStatus({
+            state: "retrying",
+            connects,
+            attempt: breaks,
+            error: status.error ?? new Error("the server ended the feed"),
+          });
       }
-      // A clean end: the server is stopping. Resume like after any break.
-      throw new ConnectError("the server ended the feed", Code.Unavailable);
-    } catch (err) {
-      if (signal.aborted) return;
-      const error = ConnectError.from(err);
-      if (FINAL.has(error.code)) {
-        handlers.onStatus({ state: "ended", connects, error });
-        return;
-      }
-      handlers.onStatus({
-        state: "retrying",
-        connects,
-        attempt: backoff.attempts + 1,
-        error,
-      });
-      await sleep(backoff.next(), signal);
-    } finally {
-      clearTimeout(silence);
-      signal.removeEventListener("abort", stop);
+    },
+  });
+  try {
+    for await (const response of responses) {
+      if (response.kind.case === "event") handlers.onEvents([response.kind.value]);
+      else handlers.onHeartbeat();
     }
+  } catch (error) {
+    if (!signal.aborted) handlers.onStatus({ state: "ended", connects, error });
   }
 }
