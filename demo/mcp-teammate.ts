@@ -83,7 +83,10 @@ try {
         const task = await call("get_task", { task_id: taskId });
         if (task.isError) throw new Error(task.text);
         say(
-          `accepted ${taskId} from ${m.from}; get_task: ${task.text.split("\n").slice(0, 3).join(", ")}`,
+          `accepted ${taskId} from ${m.from}; get_task: ${task.text
+            .split("\n")
+            .filter((line) => /^(task|status|owner)\b/.test(line))
+            .join(", ")}`,
         );
         const reported = await call("send_message", {
           to: "team-lead",
