@@ -1,5 +1,3 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
@@ -15,7 +13,8 @@ import {
   MONITOR_SETTINGS,
   startFormation,
 } from "../support/auto-failover.js";
-import { type Exit, repoRoot, startServer, stopServer, waitFor } from "../support/child-server.js";
+import { mergeResult } from "../support/bench-results.js";
+import { type Exit, startServer, stopServer, waitFor } from "../support/child-server.js";
 import {
   auth,
   checkLedger,
@@ -25,8 +24,8 @@ import {
   type SendRecord,
   Subscriber,
   seededRandom,
-  sleep,
 } from "../support/ledger.js";
+import { sleep } from "../support/wait.js";
 
 /**
  * Issue 17: the database machine dies and the service goes on, with nothing acknowledged lost.
@@ -167,7 +166,7 @@ describe.skipIf(unavailable !== undefined && !inCi)(
           `8 clients ${commitCost.eightClientsCommitsPerSec.local} -> ` +
           `${commitCost.eightClientsCommitsPerSec.synchronousStandby} commits/s (/${commitCost.throughputRatio})\n`,
       );
-      await mergeResult("commitCost", commitCost);
+      await mergeResult("failover", "commitCost", commitCost);
       await sql(primary.url, "DROP TABLE commit_cost");
     }, 120_000);
 
@@ -397,7 +396,7 @@ describe.skipIf(unavailable !== undefined && !inCi)(
           `lost = ${report.lost}, gaps = ${report.gaps}, duplicates delivered ${report.duplicates}; ` +
           `server: ${switches} primary switches, ${notServing} NOT_SERVING spells; seed ${seed}\n`,
       );
-      await mergeResult("failover", summary);
+      await mergeResult("failover", "failover", summary);
 
       const context = `seed ${seed}\n${timeline.join("\n")}\n${internal
         .slice(0, 5)
@@ -433,16 +432,3 @@ describe.skipIf(unavailable !== undefined && !inCi)(
 );
 
 const round = (x: number, digits: number) => Math.round(x * 10 ** digits) / 10 ** digits;
-
-/** Sets `key` in bench/results/failover.json (bench/results is git-ignored). */
-async function mergeResult(key: string, value: object): Promise<void> {
-  const dir = join(repoRoot, "bench", "results");
-  await mkdir(dir, { recursive: true });
-  const file = join(dir, "failover.json");
-  let current: Record<string, unknown> = {};
-  try {
-    current = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
-  } catch {}
-  current[key] = value;
-  await writeFile(file, `${JSON.stringify(current, null, 2)}\n`);
-}

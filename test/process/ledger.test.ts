@@ -1,15 +1,13 @@
 import { readFileSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { createPgDatabase } from "../../server/store/pg-database.js";
+import { mergeResult } from "../support/bench-results.js";
 import {
   type Exit,
-  repoRoot,
   type ServerProcess,
   spawnServer,
   startServer,
@@ -28,13 +26,13 @@ import {
   Subscriber,
   seededRandom,
   sendEndMarkers,
-  sleep,
 } from "../support/ledger.js";
 import {
   type PrivatePostgres,
   privatePostgresUnavailable,
   startPrivatePostgres,
 } from "../support/private-postgres.js";
+import { sleep } from "../support/wait.js";
 
 /**
  * The ledger under faults (issue 6, item 2), and what survives a crash (item 3).
@@ -470,7 +468,7 @@ describe.skipIf(skip)("the ledger under faults, on a private PostgreSQL", () => 
           `max memory ${Math.round(replicas.peakRssBytes / 2 ** 20)} MiB per replica; ` +
           `${summary.totalMs} ms, seed ${seed}\n`,
       );
-      await mergeResult("ledger", summary);
+      await mergeResult("ledger", "ledger", summary);
 
       const context = `seed ${seed}; faults:\n${faultLog.join("\n")}\nserver Internal errors: ${internal
         .slice(0, 5)
@@ -652,7 +650,7 @@ describe("the server on the embedded database", () => {
         `the restart; ${inFlight.length} in flight (${inFlightStored} had committed, replayed on ` +
         `retry); the restart took ${restartMs} ms\n`,
     );
-    await mergeResult("embeddedCrash", {
+    await mergeResult("ledger", "embeddedCrash", {
       acknowledgedBeforeKill: acked.length,
       lost: missing.length,
       inFlightAtKill: inFlight.length,
@@ -769,17 +767,4 @@ class Replicas {
     this.stopping = true;
     await Promise.all(this.current.map((r) => stopServer(r)));
   }
-}
-
-/** Sets `key` in bench/results/ledger.json, created if missing (bench/results is git-ignored). */
-async function mergeResult(key: string, value: object): Promise<void> {
-  const dir = join(repoRoot, "bench", "results");
-  await mkdir(dir, { recursive: true });
-  const file = join(dir, "ledger.json");
-  let current: Record<string, unknown> = {};
-  try {
-    current = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
-  } catch {}
-  current[key] = value;
-  await writeFile(file, `${JSON.stringify(current, null, 2)}\n`);
 }

@@ -15,6 +15,7 @@ import {
   text,
 } from "../support/protocol-helpers.js";
 import { awaitingBeyond, subscribedBeyond } from "../support/subscribed.js";
+import { waitFor } from "../support/wait.js";
 
 type Replica = TestEnv & { close(): Promise<void> };
 
@@ -33,14 +34,6 @@ function follow(client: TeamClient) {
     }
   })();
   return { envelopes, ended, stop: () => abort.abort() };
-}
-
-async function eventually(what: string, check: () => boolean | Promise<boolean>, ms = 10_000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /**
@@ -119,7 +112,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
         if (from !== to) await t.member(from).send({ to, message: text(`${from}->${to}`) });
       }
     }
-    await eventually("every message on every replica", () =>
+    await waitFor("every message on every replica", () =>
       [...streams.values()].every((s) => s.envelopes.length === names.length - 1),
     );
     for (const [name, s] of streams) {
@@ -148,7 +141,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
     const leadOn2 = replicas[2]?.client(t.leadToken) as TeamClient;
     await leadOn2.removeMember({ name: "r1" });
     for (let i = 0; i < 3; i++) {
-      await eventually(`replica ${i} to refuse the revoked token`, async () => {
+      await waitFor(`replica ${i} to refuse the revoked token`, async () => {
         const err = await t
           .memberOn(i, "r1")
           .listMembers({})
@@ -307,7 +300,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
         );
       }
     }
-    await eventually("every request expired and reported", async () => {
+    await waitFor("every request expired and reported", async () => {
       const updates = (await inbox(t.lead)).filter((e) => e.message?.kind.case === "requestUpdate");
       return updates.length >= ids.length;
     });
@@ -331,7 +324,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("3 replicas on one PostgreSQL", () 
        WHERE application_name = 'team-protocols-listen' AND datname = current_database()`,
     );
     await t.member("e0").send({ to: "e1", message: text("sent while the listener was down") });
-    await eventually("the message after the listener came back", () => s.envelopes.length === 1);
+    await waitFor("the message after the listener came back", () => s.envelopes.length === 1);
     s.stop();
     expect(s.envelopes[0]?.message?.kind.value).toBe("sent while the listener was down");
   });

@@ -2,14 +2,16 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
-import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
+import type { Envelope } from "../../gen/team/v1/records_pb.js";
 import { DEFAULT_SWEEP_INTERVAL_MS } from "../../server/app.js";
 import { MAX_TTL_MS } from "../../server/domain/limits.js";
 import { defaultProtocolConfig } from "../../server/protocols/protocol.js";
 import { describeEachDatabase, type TeamClient, type TestEnv } from "../support/harness.js";
 import {
+  expectDeadline,
   inbox,
   kindOf,
+  micros,
   planRequest,
   planResponse,
   pollStatus,
@@ -19,28 +21,16 @@ import {
   shutdownResponse,
   text,
 } from "../support/protocol-helpers.js";
+import { sleep } from "../support/wait.js";
 
 /** Small per-kind defaults, different from each other and from the built-in ones. */
 const SHUTDOWN_DEFAULT_MS = 1_500;
 const PLAN_DEFAULT_MS = 2_500;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** A Timestamp in milliseconds, keeping the sub-millisecond part. */
 function ms(t: Timestamp | undefined): number {
   if (!t) throw new Error("timestamp missing");
   return Number(t.seconds) * 1000 + t.nanos / 1e6;
-}
-
-/** A Timestamp in whole microseconds (PostgreSQL's precision), exactly. */
-function micros(t: Timestamp | undefined): number {
-  if (!t) throw new Error("timestamp missing");
-  return Number(t.seconds) * 1_000_000 + Math.round(t.nanos / 1000);
-}
-
-/** expires_at - created_at of a request record is exactly its ttl (one clock reading). */
-function expectDeadline(r: RequestRecord, ttlMs: number) {
-  expect(micros(r.expiresAt) - micros(r.createdAt), `request ${r.requestId}`).toBe(ttlMs * 1000);
 }
 
 /** The request_update envelopes about one request. */

@@ -16,8 +16,7 @@ import {
   shutdownResponse,
 } from "../support/protocol-helpers.js";
 import { awaitingAtMost, awaitingBeyond } from "../support/subscribed.js";
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { sleep } from "../support/wait.js";
 
 /** The shortest ttl the server accepts. */
 const ONE_SECOND = { seconds: 1n };

@@ -8,7 +8,6 @@ import {
   TaskState,
   TaskStatus,
 } from "../../gen/team/v1/enums_pb.js";
-import type { Envelope } from "../../gen/team/v1/records_pb.js";
 import { databaseKinds, openTestDatabase } from "../support/databases.js";
 import {
   describeEachDatabase,
@@ -23,6 +22,7 @@ import {
   requestRecord,
   shutdownRequest,
   shutdownResponse,
+  updatesAbout,
 } from "../support/protocol-helpers.js";
 import {
   assign,
@@ -35,13 +35,6 @@ import {
   signoffResponse,
   taskOf,
 } from "../support/task-helpers.js";
-
-/** The request_updates in a member's inbox about one request. */
-async function updatesAbout(client: TeamClient, requestId: string): Promise<Envelope[]> {
-  return (await inbox(client)).filter(
-    (e) => e.message?.kind.case === "requestUpdate" && e.requestId === requestId,
-  );
-}
 
 /** The task notifications the server wrote (from "") in a member's inbox. */
 async function serverTaskNotices(client: TeamClient) {

@@ -2,8 +2,7 @@ import { expect, it } from "vitest";
 import { readInbox } from "../../server/store/inbox.js";
 import { sendMessage } from "../../server/store/send.js";
 import { describeEachDatabase } from "../support/harness.js";
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+import { sleep } from "../support/wait.js";
 
 describeEachDatabase("seq allocation", (env) => {
   it("every read of an inbox is a gap-free prefix while senders race with slow commits", async () => {

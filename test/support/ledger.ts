@@ -1,6 +1,7 @@
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { sleep } from "./wait.js";
 
 /**
  * A Jepsen-style ledger for the inbox service: client loops that record every acknowledged
@@ -26,8 +27,6 @@ export function seededRandom(seed: number): () => number {
     return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
 }
-
-export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** The server endpoints clients may use; a restarted replica replaces its slot's URL. */
 export class Endpoints {

@@ -1,3 +1,4 @@
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 import { expect } from "vitest";
 import type { RequestStatus } from "../../gen/team/v1/enums_pb.js";
@@ -68,4 +69,22 @@ export async function pollStatus(
     if (r.status === status || Date.now() > until) return r;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** A Timestamp in whole microseconds (PostgreSQL's precision), exactly. */
+export function micros(t: Timestamp | undefined): number {
+  if (!t) throw new Error("timestamp missing");
+  return Number(t.seconds) * 1_000_000 + Math.round(t.nanos / 1000);
+}
+
+/** expires_at - created_at of a request record is exactly its ttl (one clock reading). */
+export function expectDeadline(r: RequestRecord, ttlMs: number): void {
+  expect(micros(r.expiresAt) - micros(r.createdAt), `request ${r.requestId}`).toBe(ttlMs * 1000);
+}
+
+/** The request_update envelopes in a member's inbox about one request. */
+export async function updatesAbout(client: TeamClient, requestId: string): Promise<Envelope[]> {
+  return (await inbox(client)).filter(
+    (e) => e.message?.kind.case === "requestUpdate" && e.requestId === requestId,
+  );
 }

@@ -1,23 +1,12 @@
 import { create } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createClient,
-  createRouterTransport,
-  type HandlerContext,
-} from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { createBackoff } from "../../client/backoff.js";
 import { createInbox, type InboxStatus } from "../../client/inbox.js";
 import { TeamError } from "../../client/team-error.js";
 import { EnvelopeSchema } from "../../gen/team/v1/records_pb.js";
-import {
-  type SubscribeRequest,
-  type SubscribeResponse,
-  SubscribeResponseSchema,
-  TeamService,
-} from "../../gen/team/v1/team_service_pb.js";
-import { FAST_BACKOFF, silence, take } from "../support/scripted-streams.js";
+import { SubscribeResponseSchema } from "../../gen/team/v1/team_service_pb.js";
+import { FAST_BACKOFF, scriptedServer, silence, take } from "../support/scripted-streams.js";
 
 /**
  * The inbox iterator's recovery logic, against a scripted Subscribe on an in-memory
@@ -26,8 +15,6 @@ import { FAST_BACKOFF, silence, take } from "../support/scripted-streams.js";
  * The same guarantees against a real server killed with SIGKILL are in
  * client-inbox-restart.test.ts.
  */
-
-type Script = (req: SubscribeRequest, ctx: HandlerContext) => AsyncIterable<SubscribeResponse>;
 
 const envelope = (seq: number) =>
   create(SubscribeResponseSchema, {
@@ -46,32 +33,11 @@ const heartbeat = (lastSeq: number) =>
     event: { case: "heartbeat", value: { lastSeq: BigInt(lastSeq) } },
   });
 
-/** A TeamService whose Subscribe runs the next script on each call; acks are recorded. */
-function scriptedServer(scripts: Script[]) {
-  const subscribes: (bigint | undefined)[] = [];
-  const acks: bigint[] = [];
-  const transport = createRouterTransport(({ service }) => {
-    service(TeamService, {
-      async *subscribe(req, ctx) {
-        subscribes.push(req.afterSeq);
-        const script = scripts[subscribes.length - 1];
-        if (!script) throw new ConnectError("no more scripts", Code.Unavailable);
-        yield* script(req, ctx);
-      },
-      async ack(req) {
-        acks.push(req.seq);
-        return { ackedSeq: req.seq };
-      },
-    });
-  });
-  return { rpc: createClient(TeamService, transport), subscribes, acks };
-}
-
 const seqOf = (e: { seq: bigint }) => e.seq;
 
 describe("the inbox iterator's recovery", () => {
   it("resumes after the last seq it handed out, drops duplicates, retries broken and ended streams", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("subscribe", [
       async function* () {
         yield envelope(1);
         yield envelope(2);
@@ -105,7 +71,7 @@ describe("the inbox iterator's recovery", () => {
   });
 
   it("a heartbeat before any message tells it where to resume", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("subscribe", [
       async function* () {
         yield heartbeat(7);
         throw new ConnectError("gone", Code.Unavailable);
@@ -120,7 +86,7 @@ describe("the inbox iterator's recovery", () => {
   });
 
   it("replaces a stream that stays silent past idleTimeoutMs", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("subscribe", [
       async function* (_req, ctx) {
         yield envelope(1);
         await silence(ctx); // no message, no heartbeat: a dead connection looks like this
@@ -142,7 +108,7 @@ describe("the inbox iterator's recovery", () => {
   });
 
   it("ends with the TeamError on a refusal that retrying cannot fix", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("subscribe", [
       // biome-ignore lint/correctness/useYield: the stream is refused before its first message.
       async function* () {
         throw new ConnectError("token revoked", Code.Unauthenticated);
@@ -159,7 +125,7 @@ describe("the inbox iterator's recovery", () => {
   });
 
   it("acks are cumulative: explicit acks send the highest seq, and flush waits for them", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("subscribe", [
       async function* (_req, ctx) {
         for (let seq = 1; seq <= 5; seq++) yield envelope(seq);
         await silence(ctx);
@@ -176,7 +142,7 @@ describe("the inbox iterator's recovery", () => {
   });
 
   it("close() from the loop body ends the loop and sends the acks", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("subscribe", [
       async function* (_req, ctx) {
         for (let seq = 1; seq <= 5; seq++) yield envelope(seq);
         await silence(ctx);
@@ -194,7 +160,7 @@ describe("the inbox iterator's recovery", () => {
   });
 
   it("an inbox is iterated once", () => {
-    const inbox = createInbox(scriptedServer([]).rpc);
+    const inbox = createInbox(scriptedServer("subscribe", []).rpc);
     inbox[Symbol.asyncIterator]();
     expect(() => inbox[Symbol.asyncIterator]()).toThrow(/iterated once/);
   });

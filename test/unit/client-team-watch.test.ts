@@ -1,30 +1,17 @@
 import { create } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createClient,
-  createRouterTransport,
-  type HandlerContext,
-} from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { TeamError } from "../../client/team-error.js";
 import { createTeamWatch, type TeamWatchStatus } from "../../client/team-watch.js";
 import { TeamEventSchema } from "../../gen/team/v1/feed_pb.js";
-import {
-  TeamService,
-  type WatchTeamRequest,
-  type WatchTeamResponse,
-  WatchTeamResponseSchema,
-} from "../../gen/team/v1/team_service_pb.js";
-import { FAST_BACKOFF, silence, take } from "../support/scripted-streams.js";
+import { WatchTeamResponseSchema } from "../../gen/team/v1/team_service_pb.js";
+import { FAST_BACKOFF, scriptedServer, silence, take } from "../support/scripted-streams.js";
 
 /**
  * The team watch's recovery (client/team-watch.ts over client/resumable-stream.ts), against a
  * scripted WatchTeam on an in-memory transport, as client-inbox.test.ts does for the inbox:
  * it resumes from the last cursor the server gave, an event's or a heartbeat's.
  */
-
-type Script = (req: WatchTeamRequest, ctx: HandlerContext) => AsyncIterable<WatchTeamResponse>;
 
 const event = (cursor: string) =>
   create(WatchTeamResponseSchema, {
@@ -34,26 +21,11 @@ const event = (cursor: string) =>
 const heartbeat = (cursor: string) =>
   create(WatchTeamResponseSchema, { cursor, kind: { case: "heartbeat", value: {} } });
 
-function scriptedServer(scripts: Script[]) {
-  const watches: { cursor: string; fromNow: boolean }[] = [];
-  const transport = createRouterTransport(({ service }) => {
-    service(TeamService, {
-      async *watchTeam(req, ctx) {
-        watches.push({ cursor: req.cursor, fromNow: req.fromNow });
-        const script = scripts[watches.length - 1];
-        if (!script) throw new ConnectError("no more scripts", Code.Unavailable);
-        yield* script(req, ctx);
-      },
-    });
-  });
-  return { rpc: createClient(TeamService, transport), watches };
-}
-
 const positionOf = (e: { position: bigint }) => e.position;
 
 describe("the team watch's recovery", () => {
   it("resumes from the last cursor (a heartbeat's too) after a break, a clean end and a silent stream", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("watchTeam", [
       async function* () {
         yield event("c1");
         yield heartbeat("c2");
@@ -94,7 +66,7 @@ describe("the team watch's recovery", () => {
   });
 
   it("ends with the TeamError on a refusal that retrying cannot fix", async () => {
-    const server = scriptedServer([
+    const server = scriptedServer("watchTeam", [
       async function* () {
         yield heartbeat("c1");
         throw new ConnectError("[watch-lead-or-observer] not for teammates", Code.PermissionDenied);

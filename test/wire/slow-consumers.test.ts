@@ -9,14 +9,7 @@ import { grpcJsClient, grpcStatusName } from "../support/grpc-js-client.js";
 import { type Protocol, startTestEnv, type TestEnv, transportFor } from "../support/harness.js";
 import { text } from "../support/protocol-helpers.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
-
-async function eventually(what: string, check: () => boolean, ms = 15_000) {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { waitFor } from "../support/wait.js";
 
 /** The server's log lines at warn and above, parsed (the slow-consumer cut is one). */
 function capturedLogger() {
@@ -175,7 +168,7 @@ for (const { kind, skip } of databaseKinds()) {
         abortFast.abort();
         expect(fastSeen).toEqual(Array.from({ length: total }, (_, i) => BigInt(i + 1)));
         // The server cuts the stalled stream and forgets its subscription.
-        await eventually("the stalled subscription to be cut", () => env.app.hub.size === 0);
+        await waitFor("the stalled subscription to be cut", () => env.app.hub.size === 0);
         // It says so in its log, naming the call and how the client carries on.
         expect(logged.filter((l) => l.event === "slow_consumer_cut")).toEqual([
           expect.objectContaining({
@@ -277,7 +270,7 @@ for (const { kind, skip } of databaseKinds()) {
           for (let i = 0; i < messages; i++) {
             await t.lead.send({ to: "cut", message: text(`${i}:${body}`) });
           }
-          await eventually("the stalled subscription to be cut", () => env.app.hub.size === 0);
+          await waitFor("the stalled subscription to be cut", () => env.app.hub.size === 0);
           expect(logged.filter((l) => l.event === "slow_consumer_cut")).toHaveLength(1);
           await proxy.restore(); // the client reads again: what was in flight, then the cut
           expect(await reader.ended).toEqual(expected);
@@ -319,9 +312,9 @@ for (const { kind, skip } of databaseKinds()) {
           const pending = stream[Symbol.asyncIterator]()
             .next()
             .catch(() => undefined);
-          await eventually("the stream to open", () => env.app.hub.size === 1);
+          await waitFor("the stream to open", () => env.app.hub.size === 1);
           // After the cut nothing of this stream reads again: the count is final.
-          await eventually("the stalled stream to be cut", () => env.app.hub.size === 0);
+          await waitFor("the stalled stream to be cut", () => env.app.hub.size === 0);
           abort.abort();
           await pending;
         } finally {
@@ -355,7 +348,7 @@ for (const { kind, skip } of databaseKinds()) {
         expect(env.app.hub.size).toBe(1);
         // The client's host disappears: nothing passes either way, nothing is closed.
         proxy.stall("both");
-        await eventually("the server to drop the dead connection", () => env.app.hub.size === 0);
+        await waitFor("the server to drop the dead connection", () => env.app.hub.size === 0);
         abort.abort();
       } finally {
         await proxy.close();

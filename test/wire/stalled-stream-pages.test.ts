@@ -11,6 +11,7 @@ import { startTestEnv, type TestEnv } from "../support/harness.js";
 import { metricValue, scrapeMetrics } from "../support/metrics-scrape.js";
 import { text } from "../support/protocol-helpers.js";
 import { envelope, splitFrames } from "../support/raw-rpc.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * What a stalled Subscribe holds: a client that never reads (its HTTP/2 window stays at 0)
@@ -72,19 +73,6 @@ function stalledSubscribe(url: string, token: string, wire: keyof typeof wires) 
 }
 
 /** Polls an asynchronous `check` until it returns a value, or fails after `timeoutMs`. */
-async function eventually<T>(
-  what: string,
-  timeoutMs: number,
-  check: () => Promise<T | undefined>,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 for (const { kind, skip } of databaseKinds()) {
   describe.skipIf(skip)(`a stalled Subscribe holds no more than its write buffer [${kind}]`, () => {
@@ -132,11 +120,15 @@ for (const { kind, skip } of databaseKinds()) {
           // Stalled for good: the client's window is used up (nothing more can leave the
           // server) and the server's last write was not accepted. A write may block for a
           // moment before that, while the window still drains the buffer.
-          const stalled = await eventually("the stream to stall", 20_000, async () => {
-            if (client.window() !== 0) return undefined;
-            const s = await scrapeMetrics(url);
-            return metricValue(s, "team_subscribe_streams_blocked") === 1 ? s : undefined;
-          });
+          const stalled = await waitFor(
+            "the stream to stall",
+            async () => {
+              if (client.window() !== 0) return undefined;
+              const s = await scrapeMetrics(url);
+              return metricValue(s, "team_subscribe_streams_blocked") === 1 ? s : undefined;
+            },
+            { timeoutMs: 20_000 },
+          );
           // Pages are read only after the last was written out: what the window (64 KiB)
           // and the stream's write buffer (16 KiB) took, a message or more per page.
           const readWhileStalling = pages(stalled);
