@@ -24,6 +24,7 @@ import {
   shownObjects,
   shownRefusal,
 } from "../support/readme-samples.js";
+import { sleep } from "../support/wait.js";
 
 /**
  * The samples of the README and docs/, read from the Markdown files and run as written against
@@ -197,7 +198,7 @@ async function driveTheLead(lead: TeamClient, agent: Promise<ShellResult>): Prom
       throw new Error(`the agent exited before its plan came:\n${JSON.stringify(exited)}`);
     if (Date.now() > deadline) throw new Error("no plan from the agent in 20 s");
     plan = (await inbox(lead)).find((e) => e.message?.kind.case === "planApprovalRequest");
-    if (!plan) await new Promise((r) => setTimeout(r, 100));
+    if (!plan) await sleep(100);
   }
   expect(plan).toMatchObject({ from: "worker", to: "team-lead" });
 

@@ -6,6 +6,7 @@ import type { TestEnv } from "../support/harness.js";
 import { inbox, text } from "../support/protocol-helpers.js";
 import { type ProxiedPostgresEnv, startBehindProxy } from "../support/proxied-postgres.js";
 import type { TcpProxy } from "../support/tcp-proxy.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * PostgreSQL goes away under a running server (a proxy in front of it is cut) and comes
@@ -47,15 +48,15 @@ describe.skipIf(inject("pgAdminUrl") === "")("database outage [postgres]", () =>
 
     await proxy.restore();
     // Service resumes without a restart: the pool reconnects on the next call.
-    let resumed = false;
-    for (let i = 0; i < 100 && !resumed; i++) {
-      resumed = await t.lead.send({ to: "alice", message: text("after") }).then(
-        () => true,
-        () => false,
-      );
-      if (!resumed) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(resumed).toBe(true);
+    await waitFor(
+      "a send to succeed again",
+      () =>
+        t.lead.send({ to: "alice", message: text("after") }).then(
+          () => true,
+          () => false,
+        ),
+      { intervalMs: 100 },
+    );
     const texts = (await inbox(alice)).map((e) => e.message?.kind.value);
     expect(texts).toEqual(["before 1", "before 2", "before 3", "after"]);
   });

@@ -20,6 +20,7 @@ import {
   signoffResponse,
   taskOf,
 } from "../support/task-helpers.js";
+import { waitFor } from "../support/wait.js";
 
 /** Small per-kind defaults, different from each other and from the built-in ones. */
 const CLAIM_MS = 1_100;
@@ -56,7 +57,10 @@ describeEachDatabase(
         const expired = await pollStatus(t.lead, id, RequestStatus.EXPIRED);
         expect(expired.status).toBe(RequestStatus.EXPIRED);
         expect(micros(expired.resolvedAt)).toBe(micros(record.expiresAt));
-        await pollUntil(async () => (await updatesAbout(requester, id)).length > 0);
+        await waitFor(
+          "the requester told of the expiry",
+          async () => (await updatesAbout(requester, id)).length > 0,
+        );
         expect((await updatesAbout(requester, id)).map((e) => e.message?.kind.value)).toEqual([
           expect.objectContaining({ kind, status: RequestStatus.EXPIRED }),
         ]);
@@ -118,10 +122,3 @@ describeEachDatabase(
     },
   },
 );
-
-async function pollUntil(done: () => Promise<boolean>, withinMs = 10_000): Promise<void> {
-  const until = Date.now() + withinMs;
-  while (!(await done()) && Date.now() < until) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

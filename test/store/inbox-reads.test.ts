@@ -3,6 +3,7 @@ import { readInboxes } from "../../server/store/inbox.js";
 import { describeEachDatabase } from "../support/harness.js";
 import { planRequest, text } from "../support/protocol-helpers.js";
 import { subscribedBeyond } from "../support/subscribed.js";
+import { sleep } from "../support/wait.js";
 
 describeEachDatabase(
   "grouped inbox reads (live subscriptions woken together)",
@@ -133,7 +134,7 @@ describeEachDatabase(
           const missing = names.filter((n) => !got.get(n)?.includes("barrier"));
           throw new Error(`no barrier (no live wake-up) on ${missing.length} streams: ${missing}`);
         }
-        await new Promise((r) => setTimeout(r, 20));
+        await sleep(20);
       }
       for (const abort of aborts) abort.abort();
       await Promise.all(streams);

@@ -13,6 +13,7 @@ import {
   privatePostgresUnavailable,
   startPrivatePostgres,
 } from "../support/private-postgres.js";
+import { eventually, waitFor } from "../support/wait.js";
 
 /**
  * Finding and following the writable primary, against real servers: two PostgreSQL of this
@@ -48,14 +49,13 @@ async function setReadOnly(server: PrivatePostgres, readOnly: boolean): Promise<
   );
   await sql(server.url, "SELECT pg_reload_conf()");
   // pg_reload_conf() only signals: wait until a new session sees the setting.
-  for (;;) {
+  await waitFor(`a new session to see read-only ${readOnly}`, async () => {
     const [row] = await sql<{ default_transaction_read_only: string }>(
       server.url,
       "SHOW default_transaction_read_only",
     );
-    if (row?.default_transaction_read_only === (readOnly ? "on" : "off")) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
+    return row?.default_transaction_read_only === (readOnly ? "on" : "off");
+  });
 }
 
 const portOf = (db: Database) =>
@@ -155,15 +155,15 @@ describe.skipIf(skip)("the writable primary among several hosts", () => {
       await setReadOnly(a, false);
       // Found again without a restart once a host takes writes (after the short pause in
       // which calls are refused without searching).
-      let back = false;
-      for (let i = 0; i < 100 && !back; i++) {
-        back = await db.ping().then(
-          () => true,
-          () => false,
-        );
-        if (!back) await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(back).toBe(true);
+      await waitFor(
+        "the database found again",
+        () =>
+          db.ping().then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 5_000, intervalMs: 50 },
+      );
     } finally {
       await db.close();
       await setReadOnly(a, false);
@@ -182,12 +182,10 @@ describe.skipIf(skip)("the writable primary among several hosts", () => {
       onReconnect: () => reconnected(),
     });
     try {
-      const heard = async (payload: string) => {
-        for (let i = 0; i < 200 && !received.includes(payload); i++) {
-          await new Promise((r) => setTimeout(r, 20));
-        }
-        return received.includes(payload);
-      };
+      const heard = (payload: string) =>
+        waitFor(`the notification ${payload}`, () => received.includes(payload), {
+          timeoutMs: 4_000,
+        }).catch(() => false);
       await db.query("SELECT pg_notify('moves', 'on a')");
       expect(await heard("on a")).toBe(true);
 
@@ -222,16 +220,14 @@ describe.skipIf(skip)("the writable primary among several hosts", () => {
           () => undefined,
           (e: unknown) => e,
         );
-      let cancelled = false;
-      while (!cancelled) {
+      await waitFor("a commit waiting for the standby, cancelled", async () => {
         const [row] = await sql<{ cancelled: boolean }>(
           a.url,
           `SELECT pg_cancel_backend(pid) AS cancelled FROM pg_stat_activity
            WHERE wait_event = 'SyncRep' AND application_name = 'team-protocols'`,
         );
-        cancelled = row?.cancelled === true;
-        if (!cancelled) await new Promise((r) => setTimeout(r, 20));
-      }
+        return row?.cancelled === true;
+      });
       const err = await writing;
       expect(err).toBeInstanceOf(UncertainCommitError);
       const mapped = toConnectError(err);
@@ -252,12 +248,12 @@ describe.skipIf(skip)("the writable primary among several hosts", () => {
       // would lose them.
       await sql(a.url, "ALTER SYSTEM RESET synchronous_standby_names");
       await sql(a.url, "SELECT pg_reload_conf()");
-      let rows: { n: number }[] = [];
-      for (let i = 0; i < 250 && rows.length < 2; i++) {
-        rows = await sql<{ n: number }>(a.url, "SELECT n FROM waited ORDER BY n");
-        if (rows.length < 2) await new Promise((r) => setTimeout(r, 20));
-      }
-      expect(rows).toEqual([{ n: 1 }, { n: 2 }]);
+      await eventually(async () =>
+        expect(await sql<{ n: number }>(a.url, "SELECT n FROM waited ORDER BY n")).toEqual([
+          { n: 1 },
+          { n: 2 },
+        ]),
+      );
     } finally {
       await sql(a.url, "ALTER SYSTEM RESET synchronous_standby_names");
       await sql(a.url, "SELECT pg_reload_conf()");

@@ -6,27 +6,19 @@ import type { SendInput, SendResult } from "../../server/store/send.js";
 import { sendBatch } from "../../server/store/send-batch.js";
 import { KeyTaken } from "../../server/store/send-keys.js";
 import { createSender } from "../../server/store/sender.js";
-import { describeEachDatabase } from "../support/harness.js";
+import { describeEachStore, insertMember, insertTeam } from "../support/sql-fixtures.js";
 
 const body = (s: string) => new TextEncoder().encode(s);
 const text = (b: Uint8Array) => new TextDecoder().decode(b);
 
-/** Sends with a message_id in the group commit (issue #12): idempotency inside a batch. */
-describeEachDatabase("keyed sends in the group commit", (env) => {
+/** Sends with a message_id in the group commit: idempotency inside a batch. */
+describeEachStore("keyed sends in the group commit", (db) => {
   async function teamOf(...names: string[]) {
-    const t = await env().team(...names);
-    const rows = await env().db.query<{ id: number; name: string; team_id: number }>(
-      "SELECT m.id, m.name, m.team_id FROM members m JOIN teams t ON t.id = m.team_id WHERE t.name = $1",
-      [t.name],
-    );
-    const idOf = (name: string) => {
-      const r = rows.find((x) => x.name === name);
-      if (!r) throw new Error(`no ${name}`);
-      return r;
-    };
+    const t = await insertTeam(db(), names);
+    const idOf = (name: string) => t.member(name);
     /** A text send; `key` gives it a message_id, fingerprinted by its text (as the handler does). */
     const send = (from: string, to: string, msg: string, key?: string): SendInput => ({
-      teamId: idOf(from).team_id,
+      teamId: idOf(from).teamId,
       sender: { id: idOf(from).id, name: from },
       to,
       kind: "text",
@@ -35,11 +27,11 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
     });
     const inboxOf = async (name: string) => {
       // By name each time: members added after the team was made have inboxes too.
-      const [member] = await env().db.query<{ id: number }>(
+      const [member] = await db().query<{ id: number }>(
         "SELECT id FROM members WHERE team_id = $1 AND name = $2",
-        [idOf("team-lead").team_id, name],
+        [t.id, name],
       );
-      return (await readInbox(env().db, member?.id ?? 0, 0n, 1000)).map((m) => ({
+      return (await readInbox(db(), member?.id ?? 0, 0n, 1000)).map((m) => ({
         text: text(m.body),
         messageId: m.messageId,
         seq: m.seq,
@@ -47,7 +39,7 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
     };
     const keysOf = async (name: string) =>
       (
-        await env().db.query<{ message_id: string }>(
+        await db().query<{ message_id: string }>(
           "SELECT message_id FROM sends WHERE sender_id = $1 ORDER BY message_id",
           [idOf(name).id],
         )
@@ -57,7 +49,7 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
 
   it("one batch of keyed and plain sends is one transaction: stored once, seqs in batch order, each key's result recorded for a retry", async () => {
     const { send, inboxOf } = await teamOf("a", "b");
-    const results = await sendBatch(env().db, [
+    const results = await sendBatch(db(), [
       send("a", "team-lead", "1", "a-1"),
       send("b", "team-lead", "2"),
       send("b", "*", "3", "b-1"),
@@ -80,7 +72,7 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
       { text: "4", messageId: "a-2", seq: 4n },
     ]);
     // Retried one by one through the store's send(): each replays what the batch stored.
-    const sender = createSender(env().db, DEFAULT_BACKLOG_LIMITS);
+    const sender = createSender(db(), DEFAULT_BACKLOG_LIMITS);
     const broadcast = await sender.send(send("b", "*", "3", "b-1"));
     expect(broadcast).toEqual({ ...ok[2], replayed: true });
     expect(await sender.send(send("a", "team-lead", "4", "a-2"))).toEqual({
@@ -92,7 +84,7 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
 
   it("the same key twice in one batch: the first is stored, the second is decided after it (replayed, or AlreadyExists for another message)", async () => {
     const { send, inboxOf, keysOf } = await teamOf("a");
-    const batch = await sendBatch(env().db, [
+    const batch = await sendBatch(db(), [
       send("a", "team-lead", "first", "k"),
       send("a", "team-lead", "first", "k"),
       send("a", "team-lead", "other", "k"),
@@ -104,7 +96,7 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
 
     // Through the sender the duplicates land in one batch: the first two calls go at once
     // (two batches in flight), the next ones wait and go together.
-    const sender = createSender(env().db, DEFAULT_BACKLOG_LIMITS);
+    const sender = createSender(db(), DEFAULT_BACKLOG_LIMITS);
     const settled = await Promise.allSettled([
       sender.send(send("a", "team-lead", "f1")),
       sender.send(send("a", "team-lead", "f2")),
@@ -128,7 +120,7 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
 
   it("a keyed send the batch refuses stores nothing and gives its key back; the others of the batch are stored", async () => {
     const { t, send, inboxOf, keysOf } = await teamOf("a");
-    const results = await sendBatch(env().db, [
+    const results = await sendBatch(db(), [
       send("a", "team-lead", "fine", "ok-1"),
       send("a", "nobody", "lost", "late-1"),
       send("a", "nobody", "lost", "late-1"),
@@ -141,8 +133,8 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
     expect(await keysOf("a")).toEqual(["ok-1", "ok-2"]);
 
     // The retry, once "nobody" exists, is a new attempt: stored, not replayed.
-    await t.lead.addMember({ name: "nobody" });
-    const sender = createSender(env().db, DEFAULT_BACKLOG_LIMITS);
+    await insertMember(db(), t, "nobody");
+    const sender = createSender(db(), DEFAULT_BACKLOG_LIMITS);
     const retried = await sender.send(send("a", "nobody", "lost", "late-1"));
     expect(retried.replayed).toBe(false);
     expect(await inboxOf("nobody")).toEqual([{ text: "lost", messageId: "late-1", seq: 1n }]);
@@ -150,7 +142,7 @@ describeEachDatabase("keyed sends in the group commit", (env) => {
 
   it("10 concurrent retries of one keyed send among 54 other keyed sends: stored once, every retry gets its result", async () => {
     const { send, inboxOf } = await teamOf("a", "b");
-    const sender = createSender(env().db, DEFAULT_BACKLOG_LIMITS);
+    const sender = createSender(db(), DEFAULT_BACKLOG_LIMITS);
     const calls = Array.from({ length: 64 }, (_, i) =>
       i % 6 === 0 && i < 60
         ? sender.send(send("a", "b", "the one", "same"))

@@ -4,7 +4,7 @@ import type { Database } from "../../server/store/database.js";
 import { readInbox } from "../../server/store/inbox.js";
 import type { SendInput } from "../../server/store/send.js";
 import { createSender } from "../../server/store/sender.js";
-import { describeEachDatabase } from "../support/harness.js";
+import { describeEachStore, type FixtureTeam, insertTeam } from "../support/sql-fixtures.js";
 
 const body = (s: string) => new TextEncoder().encode(s);
 
@@ -31,15 +31,11 @@ function counting(db: Database) {
   return { db: counted, counts };
 }
 
-describeEachDatabase("the store's one send()", (env) => {
-  async function sendsFrom(team: string, name: string) {
-    const [row] = await env().db.query<{ id: number; team_id: number }>(
-      "SELECT m.id, m.team_id FROM members m JOIN teams t ON t.id = m.team_id WHERE t.name = $1 AND m.name = $2",
-      [team, name],
-    );
-    if (!row) throw new Error(`no ${name}`);
+describeEachStore("the store's one send()", (store) => {
+  function sendsFrom(team: FixtureTeam, name: string) {
+    const row = team.member(name);
     return (to: string, text: string, extra: Partial<SendInput> = {}): SendInput => ({
-      teamId: row.team_id,
+      teamId: row.teamId,
       sender: { id: row.id, name },
       to,
       kind: "text",
@@ -49,9 +45,9 @@ describeEachDatabase("the store's one send()", (env) => {
   }
 
   it("plain sends go by group commit: concurrent ones share statements, no transaction of their own", async () => {
-    const t = await env().team("a");
-    const from = await sendsFrom(t.name, "a");
-    const { db, counts } = counting(env().db);
+    const t = await insertTeam(store(), ["a"]);
+    const from = sendsFrom(t, "a");
+    const { db, counts } = counting(store());
     const sender = createSender(db, DEFAULT_BACKLOG_LIMITS);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) => sender.send(from("team-lead", `m${i}`))),
@@ -63,20 +59,16 @@ describeEachDatabase("the store's one send()", (env) => {
     expect(counts.transactions).toBe(0);
     // Two go at once alone (two batches in flight); the other 18 share the next statement.
     expect(counts.statements).toBeLessThan(20);
-    const [lead] = await env().db.query<{ id: number }>(
-      "SELECT m.id FROM members m JOIN teams t ON t.id = m.team_id WHERE t.name = $1 AND m.role = 'lead'",
-      [t.name],
-    );
-    const stored = await readInbox(env().db, lead?.id ?? 0, 0n, 100);
+    const stored = await readInbox(store(), t.lead.id, 0n, 100);
     expect(stored.map((m) => new TextDecoder().decode(m.body)).sort()).toEqual(
       Array.from({ length: 20 }, (_, i) => `m${i}`).sort(),
     );
   });
 
   it("keyed sends go by group commit too: concurrent ones share transactions; a retry takes one more, alone", async () => {
-    const t = await env().team("a");
-    const from = await sendsFrom(t.name, "a");
-    const { db, counts } = counting(env().db);
+    const t = await insertTeam(store(), ["a"]);
+    const from = sendsFrom(t, "a");
+    const { db, counts } = counting(store());
     const sender = createSender(db, DEFAULT_BACKLOG_LIMITS);
     const keyed = (i: number) =>
       from("team-lead", `keyed ${i}`, {
@@ -98,9 +90,9 @@ describeEachDatabase("the store's one send()", (env) => {
   });
 
   it("a send with a hook or a journal line takes a transaction of its own", async () => {
-    const t = await env().team("a");
-    const from = await sendsFrom(t.name, "a");
-    const { db, counts } = counting(env().db);
+    const t = await insertTeam(store(), ["a"]);
+    const from = sendsFrom(t, "a");
+    const { db, counts } = counting(store());
     const sender = createSender(db, DEFAULT_BACKLOG_LIMITS);
     let hookRan = 0;
     const plain = from("team-lead", "plain");

@@ -1,19 +1,13 @@
 import { expect, it } from "vitest";
+import { readInbox } from "../../server/store/inbox.js";
 import { appendToInboxes } from "../../server/store/send.js";
-import { describeEachDatabase } from "../support/harness.js";
-import { inbox } from "../support/protocol-helpers.js";
+import { describeEachStore, insertTeam } from "../support/sql-fixtures.js";
 
-describeEachDatabase("an envelope's sent_at", (env) => {
+describeEachStore("an envelope's sent_at", (db) => {
   it("is when the message was stored, not when its transaction began", async () => {
-    const t = await env().team("alice");
-    const [row] = await env().db.query<{ team_id: number; id: number }>(
-      `SELECT m.team_id, m.id FROM members m JOIN teams t ON t.id = m.team_id
-       WHERE t.name = $1 AND m.name = 'alice'`,
-      [t.name],
-    );
-    if (!row) throw new Error("alice not found");
+    const alice = (await insertTeam(db(), ["alice"])).member("alice");
     let afterWait: Date | undefined;
-    await env().db.transaction(async (tx) => {
+    await db().transaction(async (tx) => {
       // A transaction that waited (for a lock, or a busy embedded database) before storing:
       // the sweeper's expiry notices are written this way.
       await tx.query("SELECT pg_sleep(0.2)");
@@ -22,18 +16,19 @@ describeEachDatabase("an envelope's sent_at", (env) => {
       await appendToInboxes(
         tx,
         {
-          teamId: row.team_id,
+          teamId: alice.teamId,
           senderId: null,
           fromName: "",
           to: "alice",
           kind: "text",
           body: new Uint8Array([0x0a, 0x01, 0x78]), // Message{text: "x"}
         },
-        [{ id: row.id, name: "alice" }],
+        [{ id: alice.id, name: "alice" }],
       );
     });
-    const [envelope] = await inbox(t.member("alice").client);
-    const sentAt = Number(envelope?.sentAt?.seconds) * 1000 + (envelope?.sentAt?.nanos ?? 0) / 1e6;
-    expect(sentAt).toBeGreaterThanOrEqual(afterWait?.getTime() ?? Number.POSITIVE_INFINITY);
+    const [stored] = await readInbox(db(), alice.id, 0n, 10);
+    expect(stored?.sentAt.getTime()).toBeGreaterThanOrEqual(
+      afterWait?.getTime() ?? Number.POSITIVE_INFINITY,
+    );
   });
 });

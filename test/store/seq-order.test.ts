@@ -1,27 +1,21 @@
 import { expect, it } from "vitest";
 import { readInbox } from "../../server/store/inbox.js";
 import { sendMessage } from "../../server/store/send.js";
-import { describeEachDatabase } from "../support/harness.js";
+import { describeEachStore, insertTeam } from "../support/sql-fixtures.js";
 import { sleep } from "../support/wait.js";
 
-describeEachDatabase("seq allocation", (env) => {
+describeEachStore("seq allocation", (db) => {
   it("every read of an inbox is a gap-free prefix while senders race with slow commits", async () => {
     const senders = ["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7"];
-    const t = await env().team(...senders);
-    const rows = await env().db.query<{ id: number; name: string; team_id: number }>(
-      `SELECT m.id, m.name, m.team_id FROM members m JOIN teams t ON t.id = m.team_id
-       WHERE t.name = $1`,
-      [t.name],
-    );
-    const lead = rows.find((r) => r.name === "team-lead");
-    if (!lead) throw new Error("lead missing");
+    const t = await insertTeam(db(), senders);
+    const lead = t.lead;
     const perSender = 15;
     let done = false;
     let reads = 0;
     const violations: string[] = [];
     const reader = (async () => {
       while (!done) {
-        const seen = await readInbox(env().db, lead.id, 0n, 10_000);
+        const seen = await readInbox(db(), lead.id, 0n, 10_000);
         reads++;
         seen.forEach((m, i) => {
           if (m.seq !== BigInt(i + 1))
@@ -31,12 +25,12 @@ describeEachDatabase("seq allocation", (env) => {
       }
     })();
     await Promise.all(
-      rows
-        .filter((r) => r.name !== "team-lead")
+      senders
+        .map((n) => t.member(n))
         .map(async (sender) => {
           for (let i = 0; i < perSender; i++) {
-            await sendMessage(env().db, {
-              teamId: sender.team_id,
+            await sendMessage(db(), {
+              teamId: sender.teamId,
               sender: { id: sender.id, name: sender.name },
               to: "team-lead",
               kind: "text",
@@ -51,7 +45,7 @@ describeEachDatabase("seq allocation", (env) => {
     done = true;
     await reader;
     expect(violations).toEqual([]);
-    const all = await readInbox(env().db, lead.id, 0n, 10_000);
+    const all = await readInbox(db(), lead.id, 0n, 10_000);
     expect(all.map((m) => m.seq)).toEqual(
       Array.from({ length: senders.length * perSender }, (_, i) => BigInt(i + 1)),
     );

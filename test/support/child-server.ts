@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, expect } from "vitest";
 import { configEnvNames } from "../../server/config.js";
 import { withTimeout } from "./timeout.js";
+import { waitFor as poll, sleep } from "./wait.js";
 
 export { withTimeout } from "./timeout.js";
 
@@ -133,23 +134,30 @@ export function spawnServer(env: Record<string, string>): ServerProcess {
   return server;
 }
 
-/** Polls until `check` returns a value, or fails with `what` after `timeoutMs`. */
+/**
+ * Polls until `check` returns a value (support/wait.ts's waitFor), or fails with `what`
+ * after `timeoutMs` and, when given, the server's output: why a child did not get there.
+ */
 export async function waitFor<T>(
   what: string,
   timeoutMs: number,
   check: () => T | undefined,
   server?: ServerProcess,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for ${what}${server ? `; output:\n${server.output()}` : ""}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 25));
+  try {
+    // Only undefined means "not yet" here: null and false are answers (the child exited).
+    const boxed = await poll(
+      what,
+      () => {
+        const value = check();
+        return value === undefined ? undefined : { value };
+      },
+      { timeoutMs, intervalMs: 25 },
+    );
+    return boxed.value;
+  } catch (err) {
+    if (!server) throw err;
+    throw new Error(`${(err as Error).message}; output:\n${server.output()}`);
   }
 }
 
@@ -222,6 +230,6 @@ export async function startServerOn(
     if (!retry || Date.now() > deadline) {
       throw new Error(`the server did not start again:\n${server.output()}`);
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await sleep(500);
   }
 }

@@ -6,6 +6,7 @@ import type { Message } from "../../gen/team/v1/message_pb.js";
 import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
 import type { TeamClient } from "./harness.js";
+import { waitFor } from "./wait.js";
 
 type MessageInit = Parameters<TeamClient["send"]>[0]["message"];
 
@@ -63,12 +64,17 @@ export async function pollStatus(
   status: RequestStatus,
   withinMs = 10_000,
 ): Promise<RequestRecord> {
-  const until = Date.now() + withinMs;
-  for (;;) {
-    const r = await requestRecord(client, requestId);
-    if (r.status === status || Date.now() > until) return r;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  let last: RequestRecord | undefined;
+  const reached = async () => {
+    last = await requestRecord(client, requestId);
+    return last.status === status;
+  };
+  // The last read either way: the caller's expect() shows the status it stayed at.
+  await waitFor(`request ${requestId} to reach status ${status}`, reached, {
+    timeoutMs: withinMs,
+    intervalMs: 50,
+  }).catch(() => {});
+  return last ?? requestRecord(client, requestId);
 }
 
 /** A Timestamp in whole microseconds (PostgreSQL's precision), exactly. */

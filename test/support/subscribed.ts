@@ -1,4 +1,5 @@
 import type { App } from "../../server/app.js";
+import { waitFor } from "./wait.js";
 
 /**
  * How long these waits give up after: short of the 30 s test timeout, so that a hook that
@@ -8,11 +9,9 @@ import type { App } from "../../server/app.js";
 const GIVE_UP_MS = 20_000;
 
 async function until(what: string, done: () => boolean, state: () => string): Promise<void> {
-  const deadline = Date.now() + GIVE_UP_MS;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (${state()})`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  await waitFor(what, done, { timeoutMs: GIVE_UP_MS, intervalMs: 5 }).catch((err: Error) => {
+    throw new Error(`${err.message} (${state()})`);
+  });
 }
 
 /**

@@ -5,6 +5,7 @@ import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
 import type { WatchTeamRequest, WatchTeamResponse } from "../../gen/team/v1/team_service_pb.js";
 import type { App } from "../../server/app.js";
 import type { TeamClient } from "./harness.js";
+import { waitFor } from "./wait.js";
 
 type WatchInit = Partial<Pick<WatchTeamRequest, "cursor" | "fromNow">>;
 
@@ -75,9 +76,11 @@ export function watch(client: TeamClient, request: WatchInit = {}): Watcher {
  * stopped before are waited out (their release on the server is asynchronous).
  */
 export async function watchersParked(app: App, count: number): Promise<void> {
-  while (app.teams.size !== count || app.teams.waiting !== count) {
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  await waitFor(
+    `${count} WatchTeam streams parked (${app.teams.size} open, ${app.teams.waiting} parked)`,
+    () => app.teams.size === count && app.teams.waiting === count,
+    { intervalMs: 5, timeoutMs: 20_000 },
+  );
 }
 
 /** A stable key per event: what it is about, for comparing two streams' sets. */
