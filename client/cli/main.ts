@@ -12,6 +12,7 @@ import { protocolCommands } from "./commands/protocols.js";
 import { requestCommands } from "./commands/requests.js";
 import { serveCommand } from "./commands/serve.js";
 import { taskCommands } from "./commands/tasks.js";
+import { upCommands } from "./commands/up.js";
 import { watchCommand } from "./commands/watch.js";
 import { DEFAULT_URL, EXIT, QuietExit, UsageError } from "./context.js";
 
@@ -43,6 +44,7 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   watchCommand(program);
   mcpCommand(program);
   hookCommands(program);
+  upCommands(program);
   return program;
 }
 
