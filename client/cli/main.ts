@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
 import { TeamError } from "@team-protocols/client/team-error.js";
 import { Command, CommanderError } from "commander";
+import { answerCommand } from "./commands/answer.js";
 import { attemptCommands } from "./commands/attempts.js";
 import { hookCommands } from "./commands/hooks.js";
 import { mcpCommand } from "./commands/mcp.js";
@@ -38,6 +39,7 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   membershipCommands(program);
   messagingCommands(program);
   protocolCommands(program);
+  answerCommand(program);
   taskCommands(program);
   requestCommands(program);
   attemptCommands(program);

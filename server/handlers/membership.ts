@@ -6,6 +6,7 @@ import {
   CreateTeamResponseSchema,
   ListMembersResponseSchema,
   RemoveMemberResponseSchema,
+  RotateTokenResponseSchema,
   type TeamService,
 } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
@@ -16,7 +17,14 @@ import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { TeamHub } from "../inbox/team-hub.js";
 import { stopMemberAndRelease } from "../protocols/member-stop.js";
 import type { Database } from "../store/database.js";
-import { addMember, createTeam, findMember, listMembers, stopMember } from "../store/members.js";
+import {
+  addMember,
+  createTeam,
+  findMember,
+  listMembers,
+  replaceToken,
+  stopMember,
+} from "../store/members.js";
 import { generateToken, hashToken } from "../tokens.js";
 import { checkedByRules, toMember } from "./convert.js";
 
@@ -24,7 +32,7 @@ export const DEFAULT_LEAD_NAME = "team-lead";
 
 type MembershipImpl = Pick<
   ServiceImpl<typeof TeamService>,
-  "createTeam" | "addMember" | "removeMember" | "listMembers"
+  "createTeam" | "addMember" | "removeMember" | "listMembers" | "rotateToken"
 >;
 
 function requireLead(caller: { role: string; name: string }, action: string): void {
@@ -33,7 +41,7 @@ function requireLead(caller: { role: string; name: string }, action: string): vo
   }
 }
 
-/** CreateTeam, AddMember, RemoveMember, ListMembers. */
+/** CreateTeam, AddMember, RemoveMember, ListMembers, RotateToken. */
 export function membershipHandlers(deps: {
   db: Database;
   hub: InboxHub;
@@ -99,12 +107,29 @@ export function membershipHandlers(deps: {
       return create(RemoveMemberResponseSchema, { member: toMember(member) });
     },
 
+    async rotateToken(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const name = req.member || caller.name;
+      if (name !== caller.name) requireLead(caller, "rotate another member's token");
+      const token = generateToken();
+      const member = await replaceToken(db, caller.teamId, name, hashToken(token));
+      if (!member) throw new DomainError("not-found", `no active member "${name}" in this team`);
+      // The old token's streams end, and every process forgets its cached caller (the
+      // cluster bus carries this to the other servers, as for RemoveMember).
+      hub.endMember(
+        member.id,
+        new DomainError("unauthenticated", `the token of "${member.name}" was replaced`),
+      );
+      return create(RotateTokenResponseSchema, { token, member: toMember(member) });
+    },
+
     async listMembers(_req, ctx) {
       const caller = requireCaller(ctx.values);
       const members = await listMembers(db, caller.teamId);
       return create(ListMembersResponseSchema, {
         members: members.map(toMember),
         you: caller.name,
+        team: caller.teamName,
       });
     },
   };

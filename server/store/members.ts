@@ -259,3 +259,26 @@ export async function setPermissionMode(
 export async function touchMember(db: Queryable, memberIds: number[]): Promise<void> {
   await db.query("UPDATE members SET last_seen_at = now() WHERE id = ANY($1::int[])", [memberIds]);
 }
+
+/**
+ * Gives an active member a new token hash (RotateToken); the old token matches no member
+ * from the commit on. Role, permission mode and inbox are untouched. undefined: no active
+ * member of that name.
+ */
+export async function replaceToken(
+  db: Queryable,
+  teamId: number,
+  name: string,
+  tokenHash: Uint8Array,
+): Promise<MemberRow | undefined> {
+  const [row] = await db.query<MemberSqlRow>(
+    `WITH m AS (
+       UPDATE members SET token_hash = $3
+       WHERE team_id = $1 AND name = $2 AND status = 'active'
+       RETURNING *
+     )
+     SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
+    [teamId, name, tokenHash],
+  );
+  return row ? toMember(row) : undefined;
+}

@@ -87,6 +87,12 @@ describe("the team CLI", () => {
         "await",
         "cancel",
         "attempts",
+        "answer",
+        "whoami",
+        "rotate-token",
+        "up",
+        "status",
+        "down",
       ]),
     );
     const helps = await inBatches(names, 4, (name) => runTeam([name, "--help"]));
@@ -144,6 +150,7 @@ describe("the team CLI", () => {
     const table = ok(await runTeam(["members"], as(bob.token)));
     expect(table.stdout.split("\n")[0]).toMatch(/^NAME\s+ROLE\s+STATUS\s+MODE\s+LAST SEEN$/);
     expect(table.stdout).toMatch(/\nalice\s+teammate\s+active\s+default\s+/);
+    expect(table.stdout).toMatch(/\nbob \(you\)\s+teammate\s+active\s+/);
     const listed = json(await runTeam(["members", "--json"], asLead));
     expect(listed.members.map((m: { name: string }) => m.name)).toEqual([
       "team-lead",
