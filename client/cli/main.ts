@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
@@ -20,6 +21,7 @@ import { DEFAULT_URL, EXIT, QuietExit, UsageError } from "./context.js";
 /** The `team` program: every command, with --help on each. */
 export function createProgram(): Command {
   const program = new Command("team")
+    .version(version(), "-V, --version", "print the version of team")
     .description("Talk to a team-protocols server: members, messages, inboxes and protocols.")
     .enablePositionalOptions()
     // Errors and --help come back to runCli as exceptions, so it decides the exit code.
@@ -48,6 +50,12 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   hookCommands(program);
   upCommands(program);
   return program;
+}
+
+/** This package's version (package.json beside this file). */
+function version(): string {
+  const file = new URL("./package.json", import.meta.url);
+  return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
 }
 
 /** Runs one command line; resolves to the process exit code. Never calls process.exit. */

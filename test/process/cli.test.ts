@@ -27,9 +27,10 @@ let url: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(os.tmpdir(), "tp-cli-"));
   // Flags, not environment: `serve` hands them to the server's own parser.
-  serve = await startTeamServe(["--port", "0", "--data-dir", join(dir, "data")]);
+  // A deadline, not a figure: the embedded database starts slowly on a loaded machine.
+  serve = await startTeamServe(["--port", "0", "--data-dir", join(dir, "data")], 120_000);
   url = serve.url;
-});
+}, 150_000);
 
 afterAll(async () => {
   const stopped = serve ? await serve.stop() : undefined;
