@@ -4,6 +4,7 @@ import { MemberRole, PermissionMode } from "@team-protocols/contract/team/v1/enu
 import {
   AddMemberResponseSchema,
   CreateTeamResponseSchema,
+  DeleteTeamResponseSchema,
   ListMembersResponseSchema,
   RemoveMemberResponseSchema,
   RotateTokenResponseSchema,
@@ -20,6 +21,7 @@ import type { Database } from "../store/database.js";
 import {
   addMember,
   createTeam,
+  deleteTeamRows,
   findMember,
   listMembers,
   replaceToken,
@@ -32,7 +34,7 @@ export const DEFAULT_LEAD_NAME = "team-lead";
 
 type MembershipImpl = Pick<
   ServiceImpl<typeof TeamService>,
-  "createTeam" | "addMember" | "removeMember" | "listMembers" | "rotateToken"
+  "createTeam" | "addMember" | "removeMember" | "listMembers" | "rotateToken" | "deleteTeam"
 >;
 
 function requireLead(caller: { role: string; name: string }, action: string): void {
@@ -41,7 +43,7 @@ function requireLead(caller: { role: string; name: string }, action: string): vo
   }
 }
 
-/** CreateTeam, AddMember, RemoveMember, ListMembers, RotateToken. */
+/** CreateTeam, AddMember, RemoveMember, ListMembers, RotateToken, DeleteTeam. */
 export function membershipHandlers(deps: {
   db: Database;
   hub: InboxHub;
@@ -121,6 +123,21 @@ export function membershipHandlers(deps: {
         new DomainError("unauthenticated", `the token of "${member.name}" was replaced`),
       );
       return create(RotateTokenResponseSchema, { token, member: toMember(member) });
+    },
+
+    async deleteTeam(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      requireLead(caller, "delete the team");
+      if (req.team !== caller.teamName)
+        throw new DomainError(
+          "failed-precondition",
+          `team: repeat this team's name ("${caller.teamName}") to confirm deleting it`,
+        );
+      const ids = await db.transaction((tx) => deleteTeamRows(tx, caller.teamId));
+      const gone = new DomainError("unauthenticated", `team "${caller.teamName}" was deleted`);
+      for (const id of ids) hub.endMember(id, gone);
+      teams.wake([caller.teamId]);
+      return create(DeleteTeamResponseSchema, { membersRemoved: ids.length });
     },
 
     async listMembers(_req, ctx) {

@@ -282,3 +282,30 @@ export async function replaceToken(
   );
   return row ? toMember(row) : undefined;
 }
+
+/**
+ * Deletes a team and every row it owns, children first (the foreign keys have no cascade but
+ * request_events'), in the caller's transaction. Returns the ids of the members it had.
+ */
+export async function deleteTeamRows(tx: Queryable, teamId: number): Promise<number[]> {
+  const members = await tx.query<{ id: number }>("SELECT id FROM members WHERE team_id = $1", [
+    teamId,
+  ]);
+  const ids = members.map((m) => m.id);
+  for (const sql of [
+    "DELETE FROM task_dependencies WHERE team_id = $1",
+    "DELETE FROM task_events WHERE team_id = $1",
+    "DELETE FROM tasks WHERE team_id = $1",
+    "DELETE FROM requests WHERE team_id = $1",
+    "DELETE FROM request_events WHERE team_id = $1",
+    "DELETE FROM protocol_attempts WHERE team_id = $1",
+    "DELETE FROM messages WHERE team_id = $1",
+    "DELETE FROM sends WHERE sender_id IN (SELECT id FROM members WHERE team_id = $1)",
+    "DELETE FROM inboxes WHERE member_id IN (SELECT id FROM members WHERE team_id = $1)",
+    "DELETE FROM member_events WHERE team_id = $1",
+    "DELETE FROM members WHERE team_id = $1",
+    "DELETE FROM teams WHERE id = $1",
+  ])
+    await tx.query(sql, [teamId]);
+  return ids;
+}

@@ -125,3 +125,19 @@ describe("the CLI for a person", () => {
     expect(stale.stderr).toContain("unauthenticated");
   }, 120_000);
 });
+
+describe("team delete-team", () => {
+  it("asks to confirm (--yes for scripts), is the lead's only, and leaves no token working", async () => {
+    const t = await team();
+    const unconfirmed = await runTeam(["delete-team", t.name], env(t.leadToken));
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toContain(`add --yes to delete "${t.name}"`);
+    const byMate = await runTeam(["delete-team", t.name, "--yes"], env(t.alice));
+    expect(byMate.code).toBe(1);
+    expect(byMate.stderr).toContain("only the team lead may delete the team");
+    const deleted = await runTeam(["delete-team", t.name, "--yes"], env(t.leadToken));
+    expect(deleted.stdout).toBe(`deleted team "${t.name}": 2 member token(s) no longer work\n`);
+    const after = await t.aliceClient.members().catch((e) => ConnectError.from(e));
+    expect((after as ConnectError).code).toBe(Code.Unauthenticated);
+  }, 120_000);
+});

@@ -91,6 +91,7 @@ describe("the team CLI", () => {
         "answer",
         "whoami",
         "rotate-token",
+        "delete-team",
         "up",
         "status",
         "down",

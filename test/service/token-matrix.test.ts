@@ -50,6 +50,8 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
       return { name: "alice" };
     case M.rotateToken:
       return { member: "alice" };
+    case M.deleteTeam:
+      return { team: w.a.name };
     case M.listMembers:
       return {};
     case M.send:

@@ -1,3 +1,4 @@
+import { createInterface } from "node:readline/promises";
 import { instant } from "@team-protocols/client/describe.js";
 import {
   memberRoleName,
@@ -15,6 +16,7 @@ import {
   connectionOptions,
   print,
   table,
+  UsageError,
 } from "../context.js";
 
 /** create-team, add-member, remove-member, members. */
@@ -143,6 +145,33 @@ export function membershipCommands(program: Command): void {
         `${who.name} in team "${who.team}" (${who.role}, permission mode ${who.permission_mode}); ` +
         `the lead is ${who.lead === who.name ? "you" : who.lead}; server ${who.url}`,
       () => who,
+    );
+  });
+
+  connectionOptions(
+    program
+      .command("delete-team")
+      .description(
+        "lead: delete your team and everything it stored; every token stops working (asks to confirm)",
+      )
+      .argument("<team>", "your team's name, repeated as the confirmation")
+      .option("--yes", "do not ask (scripts)", false),
+  ).action(async (team: string, o: ConnectionOptions & { yes: boolean }) => {
+    if (!o.yes) {
+      if (!process.stdin.isTTY)
+        throw new UsageError(`delete-team asks to confirm: add --yes to delete "${team}"`);
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      const answer = await rl.question(
+        `delete team "${team}", its members, messages, requests and tasks? type its name: `,
+      );
+      rl.close();
+      if (answer.trim() !== team) throw new UsageError("not confirmed: nothing was deleted");
+    }
+    const res = await clientFor(o).rpc.deleteTeam({ team });
+    print(
+      o,
+      () => `deleted team "${team}": ${res.membersRemoved} member token(s) no longer work`,
+      () => ({ team, members_removed: res.membersRemoved }),
     );
   });
 

@@ -28,6 +28,8 @@ export const sizeShape: Rule = {
       case M.addMember:
       case M.removeMember:
         return nameViolation(request.name, "name", "name");
+      case M.deleteTeam:
+        return nameViolation(request.team, "team", "team");
       case M.rotateToken:
         return request.member === ""
           ? undefined

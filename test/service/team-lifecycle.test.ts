@@ -84,3 +84,43 @@ describeEachDatabase("RotateToken", (env) => {
     expect((bad as ConnectError).rawMessage).toMatch(/size-shape.*member/);
   });
 });
+
+describeEachDatabase("DeleteTeam", (env) => {
+  it("the lead deletes its team: every row gone, every token refused, open streams end, the name free again", async () => {
+    const t = await env().team("alice");
+    await t.lead.send({ to: "alice", message: text("soon gone") });
+    await t.lead.createTask({ taskId: "t1", subject: "gone too" });
+    await t.member("alice").client.send({ to: "team-lead", message: text("ok") });
+    const before = env().app.hub.waiting;
+    const ended = (async () => {
+      try {
+        for await (const _ of t.member("alice").client.subscribe({ afterSeq: 1n })) {
+        }
+        return undefined;
+      } catch (err) {
+        return ConnectError.from(err);
+      }
+    })();
+    await subscribedBeyond(env().app, before);
+    expect(await codeOf(t.member("alice").client.deleteTeam({ team: t.name }))).toBe(
+      "PermissionDenied",
+    );
+    const other = await t.lead
+      .deleteTeam({ team: "not-this-one" })
+      .catch((e) => ConnectError.from(e));
+    expect((other as ConnectError).code).toBe(Code.FailedPrecondition);
+    expect((other as ConnectError).rawMessage).toMatch(/repeat this team's name/);
+    const res = await t.lead.deleteTeam({ team: t.name });
+    expect(res.membersRemoved).toBe(2);
+    expect((await ended)?.code).toBe(Code.Unauthenticated);
+    expect(await codeOf(t.lead.listMembers({}))).toBe("Unauthenticated");
+    expect(await codeOf(t.member("alice").client.readInbox({}))).toBe("Unauthenticated");
+    const [row] = await env().db.query<{ n: string }>(
+      "SELECT count(*)::text AS n FROM teams WHERE name = $1",
+      [t.name],
+    );
+    expect(row?.n).toBe("0");
+    const again = await env().client().createTeam({ team: t.name });
+    expect(again.token).toMatch(/^tp_/);
+  });
+});
