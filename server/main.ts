@@ -130,8 +130,10 @@ export async function main(argv: string[], programName = "team-protocols"): Prom
   const logger = createLogger(config.logLevel);
   try {
     const { stop } = await run(config, logger);
+    // `on`, not `once`: Ctrl-C under `npm start` delivers SIGINT twice (the terminal signals the
+    // process group, then npm forwards its own); a second signal must not kill the graceful stop.
     for (const signal of ["SIGINT", "SIGTERM"] as const) {
-      process.once(signal, () => {
+      process.on(signal, () => {
         logger.info({ event: "signal", signal }, "stopping");
         stop().then(
           () => process.exit(0),

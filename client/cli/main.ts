@@ -1,8 +1,10 @@
+import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
 import { TeamError } from "@team-protocols/client/team-error.js";
 import { Command, CommanderError } from "commander";
+import { answerCommand } from "./commands/answer.js";
 import { attemptCommands } from "./commands/attempts.js";
 import { hookCommands } from "./commands/hooks.js";
 import { mcpCommand } from "./commands/mcp.js";
@@ -12,12 +14,14 @@ import { protocolCommands } from "./commands/protocols.js";
 import { requestCommands } from "./commands/requests.js";
 import { serveCommand } from "./commands/serve.js";
 import { taskCommands } from "./commands/tasks.js";
+import { upCommands } from "./commands/up.js";
 import { watchCommand } from "./commands/watch.js";
 import { DEFAULT_URL, EXIT, QuietExit, UsageError } from "./context.js";
 
 /** The `team` program: every command, with --help on each. */
 export function createProgram(): Command {
   const program = new Command("team")
+    .version(version(), "-V, --version", "print the version of team")
     .description("Talk to a team-protocols server: members, messages, inboxes and protocols.")
     .enablePositionalOptions()
     // Errors and --help come back to runCli as exceptions, so it decides the exit code.
@@ -37,13 +41,21 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   membershipCommands(program);
   messagingCommands(program);
   protocolCommands(program);
+  answerCommand(program);
   taskCommands(program);
   requestCommands(program);
   attemptCommands(program);
   watchCommand(program);
   mcpCommand(program);
   hookCommands(program);
+  upCommands(program);
   return program;
+}
+
+/** This package's version (package.json beside this file). */
+function version(): string {
+  const file = new URL("./package.json", import.meta.url);
+  return (JSON.parse(readFileSync(file, "utf8")) as { version: string }).version;
 }
 
 /** Runs one command line; resolves to the process exit code. Never calls process.exit. */

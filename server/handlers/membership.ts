@@ -4,8 +4,10 @@ import { MemberRole, PermissionMode } from "@team-protocols/contract/team/v1/enu
 import {
   AddMemberResponseSchema,
   CreateTeamResponseSchema,
+  DeleteTeamResponseSchema,
   ListMembersResponseSchema,
   RemoveMemberResponseSchema,
+  RotateTokenResponseSchema,
   type TeamService,
 } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { requireCaller } from "../caller.js";
@@ -16,7 +18,15 @@ import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { TeamHub } from "../inbox/team-hub.js";
 import { stopMemberAndRelease } from "../protocols/member-stop.js";
 import type { Database } from "../store/database.js";
-import { addMember, createTeam, findMember, listMembers, stopMember } from "../store/members.js";
+import {
+  addMember,
+  createTeam,
+  deleteTeamRows,
+  findMember,
+  listMembers,
+  replaceToken,
+  stopMember,
+} from "../store/members.js";
 import { generateToken, hashToken } from "../tokens.js";
 import { checkedByRules, toMember } from "./convert.js";
 
@@ -24,7 +34,7 @@ export const DEFAULT_LEAD_NAME = "team-lead";
 
 type MembershipImpl = Pick<
   ServiceImpl<typeof TeamService>,
-  "createTeam" | "addMember" | "removeMember" | "listMembers"
+  "createTeam" | "addMember" | "removeMember" | "listMembers" | "rotateToken" | "deleteTeam"
 >;
 
 function requireLead(caller: { role: string; name: string }, action: string): void {
@@ -33,7 +43,7 @@ function requireLead(caller: { role: string; name: string }, action: string): vo
   }
 }
 
-/** CreateTeam, AddMember, RemoveMember, ListMembers. */
+/** CreateTeam, AddMember, RemoveMember, ListMembers, RotateToken, DeleteTeam. */
 export function membershipHandlers(deps: {
   db: Database;
   hub: InboxHub;
@@ -99,12 +109,44 @@ export function membershipHandlers(deps: {
       return create(RemoveMemberResponseSchema, { member: toMember(member) });
     },
 
+    async rotateToken(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      const name = req.member || caller.name;
+      if (name !== caller.name) requireLead(caller, "rotate another member's token");
+      const token = generateToken();
+      const member = await replaceToken(db, caller.teamId, name, hashToken(token));
+      if (!member) throw new DomainError("not-found", `no active member "${name}" in this team`);
+      // The old token's streams end, and every process forgets its cached caller (the
+      // cluster bus carries this to the other servers, as for RemoveMember).
+      hub.endMember(
+        member.id,
+        new DomainError("unauthenticated", `the token of "${member.name}" was replaced`),
+      );
+      return create(RotateTokenResponseSchema, { token, member: toMember(member) });
+    },
+
+    async deleteTeam(req, ctx) {
+      const caller = requireCaller(ctx.values);
+      requireLead(caller, "delete the team");
+      if (req.team !== caller.teamName)
+        throw new DomainError(
+          "failed-precondition",
+          `team: repeat this team's name ("${caller.teamName}") to confirm deleting it`,
+        );
+      const ids = await db.transaction((tx) => deleteTeamRows(tx, caller.teamId));
+      const gone = new DomainError("unauthenticated", `team "${caller.teamName}" was deleted`);
+      for (const id of ids) hub.endMember(id, gone);
+      teams.wake([caller.teamId]);
+      return create(DeleteTeamResponseSchema, { membersRemoved: ids.length });
+    },
+
     async listMembers(_req, ctx) {
       const caller = requireCaller(ctx.values);
       const members = await listMembers(db, caller.teamId);
       return create(ListMembersResponseSchema, {
         members: members.map(toMember),
         you: caller.name,
+        team: caller.teamName,
       });
     },
   };

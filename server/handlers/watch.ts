@@ -104,6 +104,8 @@ export function watchHandler(
               ? { since: cursor.since, window: { upto: page.upto, after: last.position } }
               : { since: page.upto };
           if (page.more || oldWindow) continue;
+          // Everything up to now is sent: a history-only watch ends here.
+          if (req.historyOnly) break;
           if (idle && page.events.length === 0) {
             yield response(encodeCursor(cursor), {
               case: "heartbeat",

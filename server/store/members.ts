@@ -259,3 +259,53 @@ export async function setPermissionMode(
 export async function touchMember(db: Queryable, memberIds: number[]): Promise<void> {
   await db.query("UPDATE members SET last_seen_at = now() WHERE id = ANY($1::int[])", [memberIds]);
 }
+
+/**
+ * Gives an active member a new token hash (RotateToken); the old token matches no member
+ * from the commit on. Role, permission mode and inbox are untouched. undefined: no active
+ * member of that name.
+ */
+export async function replaceToken(
+  db: Queryable,
+  teamId: number,
+  name: string,
+  tokenHash: Uint8Array,
+): Promise<MemberRow | undefined> {
+  const [row] = await db.query<MemberSqlRow>(
+    `WITH m AS (
+       UPDATE members SET token_hash = $3
+       WHERE team_id = $1 AND name = $2 AND status = 'active'
+       RETURNING *
+     )
+     SELECT ${memberColumns} FROM m JOIN teams t ON t.id = m.team_id`,
+    [teamId, name, tokenHash],
+  );
+  return row ? toMember(row) : undefined;
+}
+
+/**
+ * Deletes a team and every row it owns, children first (the foreign keys have no cascade but
+ * request_events'), in the caller's transaction. Returns the ids of the members it had.
+ */
+export async function deleteTeamRows(tx: Queryable, teamId: number): Promise<number[]> {
+  const members = await tx.query<{ id: number }>("SELECT id FROM members WHERE team_id = $1", [
+    teamId,
+  ]);
+  const ids = members.map((m) => m.id);
+  for (const sql of [
+    "DELETE FROM task_dependencies WHERE team_id = $1",
+    "DELETE FROM task_events WHERE team_id = $1",
+    "DELETE FROM tasks WHERE team_id = $1",
+    "DELETE FROM requests WHERE team_id = $1",
+    "DELETE FROM request_events WHERE team_id = $1",
+    "DELETE FROM protocol_attempts WHERE team_id = $1",
+    "DELETE FROM messages WHERE team_id = $1",
+    "DELETE FROM sends WHERE sender_id IN (SELECT id FROM members WHERE team_id = $1)",
+    "DELETE FROM inboxes WHERE member_id IN (SELECT id FROM members WHERE team_id = $1)",
+    "DELETE FROM member_events WHERE team_id = $1",
+    "DELETE FROM members WHERE team_id = $1",
+    "DELETE FROM teams WHERE id = $1",
+  ])
+    await tx.query(sql, [teamId]);
+  return ids;
+}

@@ -27,9 +27,10 @@ let url: string;
 beforeAll(async () => {
   dir = await mkdtemp(join(os.tmpdir(), "tp-cli-"));
   // Flags, not environment: `serve` hands them to the server's own parser.
-  serve = await startTeamServe(["--port", "0", "--data-dir", join(dir, "data")]);
+  // A deadline, not a figure: the embedded database starts slowly on a loaded machine.
+  serve = await startTeamServe(["--port", "0", "--data-dir", join(dir, "data")], 120_000);
   url = serve.url;
-});
+}, 150_000);
 
 afterAll(async () => {
   const stopped = serve ? await serve.stop() : undefined;
@@ -87,6 +88,13 @@ describe("the team CLI", () => {
         "await",
         "cancel",
         "attempts",
+        "answer",
+        "whoami",
+        "rotate-token",
+        "delete-team",
+        "up",
+        "status",
+        "down",
       ]),
     );
     const helps = await inBatches(names, 4, (name) => runTeam([name, "--help"]));
@@ -103,7 +111,8 @@ describe("the team CLI", () => {
     const unknown = await runTeam(["frobnicate"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain("unknown command");
-  }, 90_000);
+    // A deadline, not a figure: one process per command, a few at a time, on a shared machine.
+  }, 240_000);
 
   it("create-team, add-member, members, remove-member: tokens that work, text and JSON", async () => {
     const name = uniqueName("made-by-cli");
@@ -144,6 +153,7 @@ describe("the team CLI", () => {
     const table = ok(await runTeam(["members"], as(bob.token)));
     expect(table.stdout.split("\n")[0]).toMatch(/^NAME\s+ROLE\s+STATUS\s+MODE\s+LAST SEEN$/);
     expect(table.stdout).toMatch(/\nalice\s+teammate\s+active\s+default\s+/);
+    expect(table.stdout).toMatch(/\nbob \(you\)\s+teammate\s+active\s+/);
     const listed = json(await runTeam(["members", "--json"], asLead));
     expect(listed.members.map((m: { name: string }) => m.name)).toEqual([
       "team-lead",

@@ -48,6 +48,10 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
       return { name: `intruder-${suffix}` };
     case M.removeMember:
       return { name: "alice" };
+    case M.rotateToken:
+      return { member: "alice" };
+    case M.deleteTeam:
+      return { team: w.a.name };
     case M.listMembers:
       return {};
     case M.send:
@@ -241,6 +245,7 @@ describeEachDatabase(
         // Names and request ids of A resolve to nothing in B.
         for (const method of [
           M.removeMember,
+          M.rotateToken,
           M.send,
           M.getRequest,
           M.awaitRequest,

@@ -240,6 +240,29 @@ describeEachDatabase("WatchTeam: resuming from a cursor", (env) => {
     expect(w.events().map(eventKey)).toEqual(["envelope dan#2"]);
     w.stop();
   });
+
+  it("history_only sends what is kept, then ends the stream (resuming from a cursor too)", async () => {
+    const team = await env().team("erin");
+    await team.lead.send({ to: "erin", message: text("one") });
+    await team.lead.send({ to: "erin", message: text("two") });
+    const cursors: string[] = [];
+    const keys: string[] = [];
+    for await (const res of team.lead.watchTeam({ historyOnly: true })) {
+      if (res.kind.case !== "event") continue;
+      cursors.push(res.cursor);
+      keys.push(eventKey(res.kind.value));
+    }
+    expect(keys.filter((k) => k.startsWith("envelope"))).toEqual([
+      "envelope erin#1",
+      "envelope erin#2",
+    ]);
+    // From the first message's cursor: the rest, then the end.
+    const rest: string[] = [];
+    const at = cursors[keys.indexOf("envelope erin#1")] ?? "";
+    for await (const res of team.lead.watchTeam({ cursor: at, historyOnly: true }))
+      if (res.kind.case === "event") rest.push(eventKey(res.kind.value));
+    expect(rest).toEqual(["envelope erin#2"]);
+  });
 });
 
 describeEachDatabase(

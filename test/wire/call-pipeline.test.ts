@@ -194,6 +194,34 @@ const CASES: Record<string, Case[]> = {
     },
     ...common(S.removeMember, { name: "zz" }),
   ],
+  [S.rotateToken.name]: [
+    {
+      name: "rotates its own",
+      call: (w) => ({ token: mate(w), message: input(S.rotateToken, {}) }),
+    },
+    {
+      name: "not the lead",
+      call: (w) => ({ token: mate(w), message: input(S.rotateToken, { member: "team-lead" }) }),
+    },
+    {
+      name: "unknown",
+      call: (w) => ({ token: lead(w), message: input(S.rotateToken, { member: "zz" }) }),
+    },
+    ...common(S.rotateToken, {}),
+  ],
+  // A deletion that succeeds is not here: the comparison reads the team's journal after each
+  // call, with the lead's token (test/service/team-lifecycle.test.ts has it).
+  [S.deleteTeam.name]: [
+    {
+      name: "not the lead",
+      call: (w) => ({ token: mate(w), message: input(S.deleteTeam, { team: w.team.name }) }),
+    },
+    {
+      name: "another name",
+      call: (w) => ({ token: lead(w), message: input(S.deleteTeam, { team: "zz" }) }),
+    },
+    ...common(S.deleteTeam, { team: "zz" }),
+  ],
   [S.listMembers.name]: [
     { name: "lists", call: (w) => ({ token: mate(w), message: input(S.listMembers, {}) }) },
     ...common(S.listMembers),

@@ -1,6 +1,5 @@
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createTeamClient } from "@team-protocols/client/team-client.js";
 import { type Command, Option } from "commander";
 import {
@@ -13,12 +12,7 @@ import {
 import { type HookEventName, hookEventNames } from "../hooks/hook-events.js";
 import { mergeTeamHooks, teamHooks } from "../hooks/hooks-settings.js";
 import { runHook } from "../hooks/run-hook.js";
-
-/** How this very CLI is started, spelled for a hook command: `node /abs/path/bin/team.js`. */
-const thisTeam = () => {
-  const bin = resolve(dirname(fileURLToPath(import.meta.url)), "../../../bin/team.js");
-  return `${JSON.stringify(process.execPath)} ${JSON.stringify(bin)}`;
-};
+import { thisTeam } from "../this-team.js";
 
 interface HookOptions extends ConnectionOptions {
   maxBlocks: number;

@@ -5,10 +5,15 @@ import {
   type PushMode,
   startChannelPush,
 } from "@team-protocols/mcp/channel-push.js";
-import { createTeamMcpServer, stdioConfig } from "@team-protocols/mcp/team-mcp-server.js";
+import {
+  createTeamMcpServer,
+  httpConfig,
+  stdioConfig,
+} from "@team-protocols/mcp/team-mcp-server.js";
 import { newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Command } from "commander";
 import { type ConnectionOptions, clientFor, connectionOptions } from "../context.js";
+import { teamMcpConfig } from "../this-team.js";
 
 interface McpOptions extends ConnectionOptions {
   push: boolean;
@@ -17,9 +22,27 @@ interface McpOptions extends ConnectionOptions {
 
 /** `team mcp`: this member's tools for an LLM agent, as an MCP server on stdin/stdout. */
 export function mcpCommand(program: Command): void {
+  const mcp = program.command("mcp");
   connectionOptions(
-    program
-      .command("mcp")
+    mcp
+      .command("config")
+      .description(
+        "print the MCP configuration (mcpServers JSON) for this member: `team mcp` by absolute paths, or --http for the server's /mcp",
+      )
+      .option("--http", "the server's own MCP endpoint instead of a stdio bridge", false),
+  ).action((o: ConnectionOptions & { http: boolean }) => {
+    // The token is printed only when asked for, which this command is; without one, a
+    // placeholder shows where it goes.
+    const token = o.token ?? "<TEAM_TOKEN>";
+    const config = o.http
+      ? httpConfig(`${o.url.replace(/\/$/, "")}/mcp`, token)
+      : teamMcpConfig(o.url, token);
+    process.stdout.write(`${JSON.stringify(config, null, 2)}\n`);
+    if (!o.token)
+      process.stderr.write("team mcp config: TEAM_TOKEN is not set; put a member token in\n");
+  });
+  connectionOptions(
+    mcp
       .description(
         "serve the team's tools to an LLM agent over MCP on stdio (one process per agent)",
       )

@@ -1,3 +1,4 @@
+import { createInterface } from "node:readline/promises";
 import { instant } from "@team-protocols/client/describe.js";
 import {
   memberRoleName,
@@ -15,6 +16,7 @@ import {
   connectionOptions,
   print,
   table,
+  UsageError,
 } from "../context.js";
 
 /** create-team, add-member, remove-member, members. */
@@ -78,7 +80,9 @@ export function membershipCommands(program: Command): void {
       });
       print(
         o,
-        () => `added "${name}"\ntoken (shown only once): ${added.token}`,
+        () =>
+          `added "${name}"\ntoken (shown only once): ${added.token}\n` +
+          `  export TEAM_URL=${o.url} TEAM_TOKEN=${added.token}`,
         () => ({ token: added.token, member: added.member && asJson(MemberSchema, added.member) }),
       );
     },
@@ -98,24 +102,95 @@ export function membershipCommands(program: Command): void {
     );
   });
 
-  connectionOptions(program.command("members").description("list the team's members")).action(
-    async (o: ConnectionOptions) => {
-      const members = await clientFor(o).members();
-      print(
-        o,
-        () =>
-          table(
-            ["NAME", "ROLE", "STATUS", "MODE", "LAST SEEN"],
-            members.map((m) => [
-              m.name,
-              memberRoleName(m.role),
-              memberStatusName(m.status),
-              permissionModeName(m.permissionMode),
-              instant(m.lastSeenAt),
-            ]),
-          ),
-        () => ({ members: members.map((m) => asJson(MemberSchema, m)) }),
+  connectionOptions(
+    program.command("members").description('list the team\'s members (yours is marked "(you)")'),
+  ).action(async (o: ConnectionOptions) => {
+    const { members, you } = await clientFor(o).rpc.listMembers({});
+    print(
+      o,
+      () =>
+        table(
+          ["NAME", "ROLE", "STATUS", "MODE", "LAST SEEN"],
+          members.map((m) => [
+            m.name === you ? `${m.name} (you)` : m.name,
+            memberRoleName(m.role),
+            memberStatusName(m.status),
+            permissionModeName(m.permissionMode),
+            instant(m.lastSeenAt),
+          ]),
+        ),
+      () => ({ you, members: members.map((m) => asJson(MemberSchema, m)) }),
+    );
+  });
+
+  connectionOptions(
+    program
+      .command("whoami")
+      .description("who your token is: team, name, role, permission mode, and the lead"),
+  ).action(async (o: ConnectionOptions) => {
+    const { members, you, team } = await clientFor(o).rpc.listMembers({});
+    const me = members.find((m) => m.name === you);
+    const lead = members.find((m) => memberRoleName(m.role) === "lead");
+    const who = {
+      team,
+      name: you,
+      role: me ? memberRoleName(me.role) : "",
+      permission_mode: me ? permissionModeName(me.permissionMode) : "",
+      lead: lead?.name ?? "",
+      url: o.url,
+    };
+    print(
+      o,
+      () =>
+        `${who.name} in team "${who.team}" (${who.role}, permission mode ${who.permission_mode}); ` +
+        `the lead is ${who.lead === who.name ? "you" : who.lead}; server ${who.url}`,
+      () => who,
+    );
+  });
+
+  connectionOptions(
+    program
+      .command("delete-team")
+      .description(
+        "lead: delete your team and everything it stored; every token stops working (asks to confirm)",
+      )
+      .argument("<team>", "your team's name, repeated as the confirmation")
+      .option("--yes", "do not ask (scripts)", false),
+  ).action(async (team: string, o: ConnectionOptions & { yes: boolean }) => {
+    if (!o.yes) {
+      if (!process.stdin.isTTY)
+        throw new UsageError(`delete-team asks to confirm: add --yes to delete "${team}"`);
+      const rl = createInterface({ input: process.stdin, output: process.stderr });
+      const answer = await rl.question(
+        `delete team "${team}", its members, messages, requests and tasks? type its name: `,
       );
-    },
-  );
+      rl.close();
+      if (answer.trim() !== team) throw new UsageError("not confirmed: nothing was deleted");
+    }
+    const res = await clientFor(o).rpc.deleteTeam({ team });
+    print(
+      o,
+      () => `deleted team "${team}": ${res.membersRemoved} member token(s) no longer work`,
+      () => ({ team, members_removed: res.membersRemoved }),
+    );
+  });
+
+  connectionOptions(
+    program
+      .command("rotate-token")
+      .description(
+        "replace your token (or, lead: a member's); the old one is refused at once and its streams end",
+      )
+      .argument("[member]", "lead only: whose token (default: yours)"),
+  ).action(async (member: string | undefined, o: ConnectionOptions) => {
+    const res = await clientFor(o).rpc.rotateToken({ member: member ?? "" });
+    const name = res.member?.name ?? member ?? "";
+    print(
+      o,
+      () =>
+        `new token for "${name}" (shown only once; the old one no longer works): ${res.token}\n` +
+        `  export TEAM_URL=${o.url} TEAM_TOKEN=${res.token}`,
+      () => ({ token: res.token, member: res.member && asJson(MemberSchema, res.member) }),
+    );
+  });
 }

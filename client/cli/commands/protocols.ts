@@ -12,6 +12,7 @@ import {
   UsageError,
   wholeNumber,
 } from "../context.js";
+import { answerRequest, answerVerb } from "./answer.js";
 import { describeSend } from "./messaging.js";
 
 interface NotifyFlags extends ConnectionOptions {
@@ -53,7 +54,9 @@ export function protocolCommands(program: Command): void {
   connectionOptions(
     program
       .command("answer-shutdown")
-      .description("teammate: answer a shutdown request (approving stops you)")
+      .description(
+        "teammate: answer a shutdown request (approving stops you); the same as `team answer`",
+      )
       .argument("<request-id>", "the request, from the shutdown_request's envelope")
       .option("--approve", "agree and stop")
       .option("--reject", "keep working (needs --reason)")
@@ -64,12 +67,17 @@ export function protocolCommands(program: Command): void {
       o: ConnectionOptions & { approve?: boolean; reject?: boolean; reason?: string },
     ) => {
       if (Boolean(o.approve) === Boolean(o.reject)) {
-        throw new UsageError("give exactly one of --approve and --reject");
+        throw new UsageError(
+          `give exactly one of --approve and --reject (or: ${answerVerb(requestId, true)} | --reject "REASON")`,
+        );
       }
-      const client = clientFor(o);
-      const sent = o.approve
-        ? await client.approveShutdown(requestId)
-        : await client.rejectShutdown(requestId, o.reason ?? "");
+      const sent = await answerRequest(
+        clientFor(o),
+        requestId,
+        Boolean(o.approve),
+        o.reason ?? "",
+        { kinds: ["shutdown"], verb: "team answer-shutdown" },
+      );
       print(
         o,
         () => describeSend(sent),
@@ -102,17 +110,19 @@ export function protocolCommands(program: Command): void {
         .command(verdict)
         .description(
           verdict === "approve"
-            ? "lead: approve a plan (the teammate inherits your permission mode)"
-            : 'lead: reject a plan (blank feedback: "Plan needs revision")',
+            ? "lead: approve a plan (the teammate inherits your permission mode); `team answer --approve` answers any kind"
+            : 'lead: reject a plan (blank feedback: "Plan needs revision"); `team answer --reject` answers any kind',
         )
         .argument("<request-id>", "the plan_approval_request's request id")
         .option("--feedback <text>", "comments for the teammate"),
     ).action(async (requestId: string, o: ConnectionOptions & { feedback?: string }) => {
-      const client = clientFor(o);
-      const sent =
-        verdict === "approve"
-          ? await client.approvePlan(requestId, o.feedback ? { feedback: o.feedback } : {})
-          : await client.rejectPlan(requestId, o.feedback ?? "");
+      const sent = await answerRequest(
+        clientFor(o),
+        requestId,
+        verdict === "approve",
+        o.feedback ?? "",
+        { kinds: ["plan_approval"], verb: `team ${verdict}` },
+      );
       print(
         o,
         () => describeSend(sent),

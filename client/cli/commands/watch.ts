@@ -1,6 +1,6 @@
 import { styleText } from "node:util";
 import { describeTeamEvent, type TeamEventKind } from "@team-protocols/client/describe-event.js";
-import { TeamEventSchema } from "@team-protocols/contract/team/v1/feed_pb.js";
+import { type TeamEvent, TeamEventSchema } from "@team-protocols/contract/team/v1/feed_pb.js";
 import type { Command } from "commander";
 import {
   asJson,
@@ -14,6 +14,7 @@ import {
 interface WatchFlags extends ConnectionOptions {
   since?: string;
   now: boolean;
+  history: boolean;
   count?: number;
 }
 
@@ -38,16 +39,42 @@ export function watchCommand(program: Command): void {
       )
       .option("--since <cursor>", "resume after this cursor (from an earlier --json line)")
       .option("--now", "skip the history: only what happens from now on", false)
+      .option("--history", "print what the server keeps (after --since), then exit", false)
       .option("--count <n>", "stop after this many events", wholeNumber),
   ).action(async (o: WatchFlags) => {
     if (o.since !== undefined && o.now)
       throw new UsageError("--since and --now exclude each other");
+    if (o.history && o.now) throw new UsageError("--history and --now exclude each other");
     const stop = new AbortController();
     const onSignal = () => stop.abort();
     process.once("SIGINT", onSignal);
     process.once("SIGTERM", onSignal);
     // Colour only for a person at a terminal (and never with NO_COLOR set).
     const colour = !o.json && process.stdout.isTTY === true && !process.env.NO_COLOR;
+    const write = (cursor: string | undefined, event: TeamEvent) => {
+      if (o.json) {
+        const line = { cursor, event: asJson(TeamEventSchema, event) };
+        process.stdout.write(`${JSON.stringify(line)}\n`);
+      } else {
+        const { kind, line } = describeTeamEvent(event);
+        process.stdout.write(`${colour ? styleText(colours[kind], line) : line}\n`);
+      }
+    };
+    if (o.history) {
+      // One stream the server ends once the kept feed is sent: nothing to resume.
+      let seen = 0;
+      for await (const res of clientFor(o).rpc.watchTeam(
+        { cursor: o.since ?? "", historyOnly: true },
+        { signal: stop.signal },
+      )) {
+        if (res.kind.case !== "event") continue;
+        write(res.cursor, res.kind.value);
+        if (o.count !== undefined && ++seen >= o.count) break;
+      }
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+      return;
+    }
     const feed = clientFor(o).watch({
       ...(o.since !== undefined ? { cursor: o.since } : {}),
       fromNow: o.now,
@@ -61,13 +88,7 @@ export function watchCommand(program: Command): void {
     let seen = 0;
     try {
       for await (const event of feed) {
-        if (o.json) {
-          const line = { cursor: feed.cursor, event: asJson(TeamEventSchema, event) };
-          process.stdout.write(`${JSON.stringify(line)}\n`);
-        } else {
-          const { kind, line } = describeTeamEvent(event);
-          process.stdout.write(`${colour ? styleText(colours[kind], line) : line}\n`);
-        }
+        write(feed.cursor, event);
         seen++;
         if (o.count !== undefined && seen >= o.count) break;
       }

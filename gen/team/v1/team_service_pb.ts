@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/team_service.proto.
  */
 export const file_team_v1_team_service: GenFile = /*@__PURE__*/
-  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInMKEUNyZWF0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDwoHc3ViamVjdBgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRITCgthY3RpdmVfZm9ybRgEIAEoCRISCgpibG9ja2VkX2J5GAUgAygJIjEKEkNyZWF0ZVRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrIp8CChFVcGRhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhQKB3N1YmplY3QYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhgKC2FjdGl2ZV9mb3JtGAQgASgJSAKIAQESFgoOYWRkX2Jsb2NrZWRfYnkYBSADKAkSGQoRcmVtb3ZlX2Jsb2NrZWRfYnkYBiADKAkSEgoKYWRkX2Jsb2NrcxgHIAMoCRIVCg1yZW1vdmVfYmxvY2tzGAggAygJEiUKBnN0YXR1cxgJIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzQgoKCF9zdWJqZWN0Qg4KDF9kZXNjcmlwdGlvbkIOCgxfYWN0aXZlX2Zvcm0iMQoSVXBkYXRlVGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2siJAoRRGVsZXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSIxChJEZWxldGVUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzayIhCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIlcKD0dldFRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrEicKB2hpc3RvcnkYAiADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQisgEKEExpc3RUYXNrc1JlcXVlc3QSDQoFb3duZXIYASABKAkSIQoFc3RhdGUYAiABKA4yEi50ZWFtLnYxLlRhc2tTdGF0ZRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCRINCgVyZWFkeRgFIAEoCBIPCgdibG9ja2VkGAYgASgIEiUKBnN0YXR1cxgHIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzIkoKEUxpc3RUYXNrc1Jlc3BvbnNlEhwKBXRhc2tzGAEgAygLMg0udGVhbS52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJVChNBd2FpdFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKgoHdGltZW91dBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI/ChRBd2FpdFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIioKFENhbmNlbFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiQAoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiigEKE0xpc3RBdHRlbXB0c1JlcXVlc3QSDgoGbWVtYmVyGAEgASgJEigKB291dGNvbWUYAiABKA4yFy50ZWFtLnYxLkF0dGVtcHRPdXRjb21lEhIKCnJlcXVlc3RfaWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiUwoUTGlzdEF0dGVtcHRzUmVzcG9uc2USIgoIYXR0ZW1wdHMYASADKAsyEC50ZWFtLnYxLkF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjQKEFdhdGNoVGVhbVJlcXVlc3QSDgoGY3Vyc29yGAEgASgJEhAKCGZyb21fbm93GAIgASgIIhAKDldhdGNoSGVhcnRiZWF0In4KEVdhdGNoVGVhbVJlc3BvbnNlEg4KBmN1cnNvchgBIAEoCRIjCgVldmVudBgCIAEoCzISLnRlYW0udjEuVGVhbUV2ZW50SAASLAoJaGVhcnRiZWF0GAMgASgLMhcudGVhbS52MS5XYXRjaEhlYXJ0YmVhdEgAQgYKBGtpbmQyuwoKC1RlYW1TZXJ2aWNlEkUKCkNyZWF0ZVRlYW0SGi50ZWFtLnYxLkNyZWF0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5DcmVhdGVUZWFtUmVzcG9uc2USQgoJQWRkTWVtYmVyEhkudGVhbS52MS5BZGRNZW1iZXJSZXF1ZXN0GhoudGVhbS52MS5BZGRNZW1iZXJSZXNwb25zZRJLCgxSZW1vdmVNZW1iZXISHC50ZWFtLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHS50ZWFtLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEkgKC0xpc3RNZW1iZXJzEhsudGVhbS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHC50ZWFtLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRQoKQ3JlYXRlVGFzaxIaLnRlYW0udjEuQ3JlYXRlVGFza1JlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRhc2tSZXNwb25zZRJFCgpVcGRhdGVUYXNrEhoudGVhbS52MS5VcGRhdGVUYXNrUmVxdWVzdBobLnRlYW0udjEuVXBkYXRlVGFza1Jlc3BvbnNlEkUKCkRlbGV0ZVRhc2sSGi50ZWFtLnYxLkRlbGV0ZVRhc2tSZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUYXNrUmVzcG9uc2USPAoHR2V0VGFzaxIXLnRlYW0udjEuR2V0VGFza1JlcXVlc3QaGC50ZWFtLnYxLkdldFRhc2tSZXNwb25zZRJCCglMaXN0VGFza3MSGS50ZWFtLnYxLkxpc3RUYXNrc1JlcXVlc3QaGi50ZWFtLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEksKDExpc3RBdHRlbXB0cxIcLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVxdWVzdBodLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USRAoJV2F0Y2hUZWFtEhkudGVhbS52MS5XYXRjaFRlYW1SZXF1ZXN0GhoudGVhbS52MS5XYXRjaFRlYW1SZXNwb25zZTABQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
+  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIkChJSb3RhdGVUb2tlblJlcXVlc3QSDgoGbWVtYmVyGAEgASgJIkUKE1JvdGF0ZVRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSHwoGbWVtYmVyGAIgASgLMg8udGVhbS52MS5NZW1iZXIiIQoRRGVsZXRlVGVhbVJlcXVlc3QSDAoEdGVhbRgBIAEoCSItChJEZWxldGVUZWFtUmVzcG9uc2USFwoPbWVtYmVyc19yZW1vdmVkGAEgASgNIhQKEkxpc3RNZW1iZXJzUmVxdWVzdCJSChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiAKB21lbWJlcnMYASADKAsyDy50ZWFtLnYxLk1lbWJlchILCgN5b3UYAiABKAkSDAoEdGVhbRgDIAEoCSJ4CgtTZW5kUmVxdWVzdBIKCgJ0bxgBIAEoCRIhCgdtZXNzYWdlGAIgASgLMhAudGVhbS52MS5NZXNzYWdlEhIKCm1lc3NhZ2VfaWQYAyABKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIiMKCERlbGl2ZXJ5EgoKAnRvGAEgASgJEgsKA3NlcRgCIAEoBCJoCgxTZW5kUmVzcG9uc2USCwoDc2VxGAEgASgEEhIKCnJlcXVlc3RfaWQYAiABKAkSJQoKZGVsaXZlcmllcxgDIAMoCzIRLnRlYW0udjEuRGVsaXZlcnkSEAoIcmVwbGF5ZWQYBCABKAgiOAoQU3Vic2NyaWJlUmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBAUIMCgpfYWZ0ZXJfc2VxIh0KCUhlYXJ0YmVhdBIQCghsYXN0X3NlcRgBIAEoBCJsChFTdWJzY3JpYmVSZXNwb25zZRIlCghlbnZlbG9wZRgBIAEoCzIRLnRlYW0udjEuRW52ZWxvcGVIABInCgloZWFydGJlYXQYAiABKAsyEi50ZWFtLnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IlQKEFJlYWRJbmJveFJlcXVlc3QSFgoJYWZ0ZXJfc2VxGAEgASgESACIAQESDQoFbGltaXQYAiABKA0SCwoDYWNrGAMgASgIQgwKCl9hZnRlcl9zZXEiXgoRUmVhZEluYm94UmVzcG9uc2USJAoJZW52ZWxvcGVzGAEgAygLMhEudGVhbS52MS5FbnZlbG9wZRIRCglhY2tlZF9zZXEYAiABKAQSEAoIbGFzdF9zZXEYAyABKAQiGQoKQWNrUmVxdWVzdBILCgNzZXEYASABKAQiIAoLQWNrUmVzcG9uc2USEQoJYWNrZWRfc2VxGAEgASgEIicKEUdldFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiPQoSR2V0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQilwEKE0xpc3RSZXF1ZXN0c1JlcXVlc3QSJgoGc3RhdHVzGAEgASgOMhYudGVhbS52MS5SZXF1ZXN0U3RhdHVzEiIKBGtpbmQYAiABKA4yFC50ZWFtLnYxLlJlcXVlc3RLaW5kEg0KBXBhcnR5GAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlkKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEigKCHJlcXVlc3RzGAEgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzChFDcmVhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg8KB3N1YmplY3QYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEwoLYWN0aXZlX2Zvcm0YBCABKAkSEgoKYmxvY2tlZF9ieRgFIAMoCSIxChJDcmVhdGVUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzayKfAgoRVXBkYXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIUCgdzdWJqZWN0GAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARIYCgthY3RpdmVfZm9ybRgEIAEoCUgCiAEBEhYKDmFkZF9ibG9ja2VkX2J5GAUgAygJEhkKEXJlbW92ZV9ibG9ja2VkX2J5GAYgAygJEhIKCmFkZF9ibG9ja3MYByADKAkSFQoNcmVtb3ZlX2Jsb2NrcxgIIAMoCRIlCgZzdGF0dXMYCSABKA4yFS50ZWFtLnYxLlRhc2tQcm9ncmVzc0IKCghfc3ViamVjdEIOCgxfZGVzY3JpcHRpb25CDgoMX2FjdGl2ZV9mb3JtIjEKElVwZGF0ZVRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrIiQKEURlbGV0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiMQoSRGVsZXRlVGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2siIQoOR2V0VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJXCg9HZXRUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzaxInCgdoaXN0b3J5GAIgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIrIBChBMaXN0VGFza3NSZXF1ZXN0Eg0KBW93bmVyGAEgASgJEiEKBXN0YXRlGAIgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcmVhZHkYBSABKAgSDwoHYmxvY2tlZBgGIAEoCBIlCgZzdGF0dXMYByABKA4yFS50ZWFtLnYxLlRhc2tQcm9ncmVzcyJKChFMaXN0VGFza3NSZXNwb25zZRIcCgV0YXNrcxgBIAMoCzINLnRlYW0udjEuVGFzaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVQoTQXdhaXRSZXF1ZXN0UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEioKB3RpbWVvdXQYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPwoUQXdhaXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCIqChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJIkAKFUNhbmNlbFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIooBChNMaXN0QXR0ZW1wdHNSZXF1ZXN0Eg4KBm1lbWJlchgBIAEoCRIoCgdvdXRjb21lGAIgASgOMhcudGVhbS52MS5BdHRlbXB0T3V0Y29tZRISCgpyZXF1ZXN0X2lkGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlMKFExpc3RBdHRlbXB0c1Jlc3BvbnNlEiIKCGF0dGVtcHRzGAEgAygLMhAudGVhbS52MS5BdHRlbXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJKChBXYXRjaFRlYW1SZXF1ZXN0Eg4KBmN1cnNvchgBIAEoCRIQCghmcm9tX25vdxgCIAEoCBIUCgxoaXN0b3J5X29ubHkYAyABKAgiEAoOV2F0Y2hIZWFydGJlYXQifgoRV2F0Y2hUZWFtUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEiMKBWV2ZW50GAIgASgLMhIudGVhbS52MS5UZWFtRXZlbnRIABIsCgloZWFydGJlYXQYAyABKAsyFy50ZWFtLnYxLldhdGNoSGVhcnRiZWF0SABCBgoEa2luZDLMCwoLVGVhbVNlcnZpY2USRQoKQ3JlYXRlVGVhbRIaLnRlYW0udjEuQ3JlYXRlVGVhbVJlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJCCglBZGRNZW1iZXISGS50ZWFtLnYxLkFkZE1lbWJlclJlcXVlc3QaGi50ZWFtLnYxLkFkZE1lbWJlclJlc3BvbnNlEksKDFJlbW92ZU1lbWJlchIcLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBodLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USSAoLTGlzdE1lbWJlcnMSGy50ZWFtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBocLnRlYW0udjEuTGlzdE1lbWJlcnNSZXNwb25zZRJICgtSb3RhdGVUb2tlbhIbLnRlYW0udjEuUm90YXRlVG9rZW5SZXF1ZXN0GhwudGVhbS52MS5Sb3RhdGVUb2tlblJlc3BvbnNlEkUKCkRlbGV0ZVRlYW0SGi50ZWFtLnYxLkRlbGV0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUZWFtUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRQoKQ3JlYXRlVGFzaxIaLnRlYW0udjEuQ3JlYXRlVGFza1JlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRhc2tSZXNwb25zZRJFCgpVcGRhdGVUYXNrEhoudGVhbS52MS5VcGRhdGVUYXNrUmVxdWVzdBobLnRlYW0udjEuVXBkYXRlVGFza1Jlc3BvbnNlEkUKCkRlbGV0ZVRhc2sSGi50ZWFtLnYxLkRlbGV0ZVRhc2tSZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUYXNrUmVzcG9uc2USPAoHR2V0VGFzaxIXLnRlYW0udjEuR2V0VGFza1JlcXVlc3QaGC50ZWFtLnYxLkdldFRhc2tSZXNwb25zZRJCCglMaXN0VGFza3MSGS50ZWFtLnYxLkxpc3RUYXNrc1JlcXVlc3QaGi50ZWFtLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEksKDExpc3RBdHRlbXB0cxIcLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVxdWVzdBodLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USRAoJV2F0Y2hUZWFtEhkudGVhbS52MS5XYXRjaFRlYW1SZXF1ZXN0GhoudGVhbS52MS5XYXRjaFRlYW1SZXNwb25zZTABQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
 
 /**
  * @generated from message team.v1.CreateTeamRequest
@@ -185,6 +185,89 @@ export const RemoveMemberResponseSchema: GenMessage<RemoveMemberResponse> = /*@_
   messageDesc(file_team_v1_team_service, 5);
 
 /**
+ * @generated from message team.v1.RotateTokenRequest
+ */
+export type RotateTokenRequest = Message<"team.v1.RotateTokenRequest"> & {
+  /**
+   * Whose token: unset or your own name for yours; another member's name (the lead only).
+   *
+   * @generated from field: string member = 1;
+   */
+  member: string;
+};
+
+/**
+ * Describes the message team.v1.RotateTokenRequest.
+ * Use `create(RotateTokenRequestSchema)` to create a new message.
+ */
+export const RotateTokenRequestSchema: GenMessage<RotateTokenRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 6);
+
+/**
+ * @generated from message team.v1.RotateTokenResponse
+ */
+export type RotateTokenResponse = Message<"team.v1.RotateTokenResponse"> & {
+  /**
+   * The new token (shown only once). The old one is refused from now on.
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * The member whose token it is.
+   *
+   * @generated from field: team.v1.Member member = 2;
+   */
+  member?: Member | undefined;
+};
+
+/**
+ * Describes the message team.v1.RotateTokenResponse.
+ * Use `create(RotateTokenResponseSchema)` to create a new message.
+ */
+export const RotateTokenResponseSchema: GenMessage<RotateTokenResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 7);
+
+/**
+ * @generated from message team.v1.DeleteTeamRequest
+ */
+export type DeleteTeamRequest = Message<"team.v1.DeleteTeamRequest"> & {
+  /**
+   * The caller's team's name, repeated as a confirmation.
+   *
+   * @generated from field: string team = 1;
+   */
+  team: string;
+};
+
+/**
+ * Describes the message team.v1.DeleteTeamRequest.
+ * Use `create(DeleteTeamRequestSchema)` to create a new message.
+ */
+export const DeleteTeamRequestSchema: GenMessage<DeleteTeamRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 8);
+
+/**
+ * @generated from message team.v1.DeleteTeamResponse
+ */
+export type DeleteTeamResponse = Message<"team.v1.DeleteTeamResponse"> & {
+  /**
+   * How many members' tokens stopped working.
+   *
+   * @generated from field: uint32 members_removed = 1;
+   */
+  membersRemoved: number;
+};
+
+/**
+ * Describes the message team.v1.DeleteTeamResponse.
+ * Use `create(DeleteTeamResponseSchema)` to create a new message.
+ */
+export const DeleteTeamResponseSchema: GenMessage<DeleteTeamResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 9);
+
+/**
  * @generated from message team.v1.ListMembersRequest
  */
 export type ListMembersRequest = Message<"team.v1.ListMembersRequest"> & {
@@ -195,7 +278,7 @@ export type ListMembersRequest = Message<"team.v1.ListMembersRequest"> & {
  * Use `create(ListMembersRequestSchema)` to create a new message.
  */
 export const ListMembersRequestSchema: GenMessage<ListMembersRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 6);
+  messageDesc(file_team_v1_team_service, 10);
 
 /**
  * @generated from message team.v1.ListMembersResponse
@@ -214,6 +297,13 @@ export type ListMembersResponse = Message<"team.v1.ListMembersResponse"> & {
    * @generated from field: string you = 2;
    */
   you: string;
+
+  /**
+   * The caller's team.
+   *
+   * @generated from field: string team = 3;
+   */
+  team: string;
 };
 
 /**
@@ -221,7 +311,7 @@ export type ListMembersResponse = Message<"team.v1.ListMembersResponse"> & {
  * Use `create(ListMembersResponseSchema)` to create a new message.
  */
 export const ListMembersResponseSchema: GenMessage<ListMembersResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 7);
+  messageDesc(file_team_v1_team_service, 11);
 
 /**
  * @generated from message team.v1.SendRequest
@@ -264,7 +354,7 @@ export type SendRequest = Message<"team.v1.SendRequest"> & {
  * Use `create(SendRequestSchema)` to create a new message.
  */
 export const SendRequestSchema: GenMessage<SendRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 8);
+  messageDesc(file_team_v1_team_service, 12);
 
 /**
  * Where one copy of a sent message was stored.
@@ -292,7 +382,7 @@ export type Delivery = Message<"team.v1.Delivery"> & {
  * Use `create(DeliverySchema)` to create a new message.
  */
 export const DeliverySchema: GenMessage<Delivery> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 9);
+  messageDesc(file_team_v1_team_service, 13);
 
 /**
  * @generated from message team.v1.SendResponse
@@ -336,7 +426,7 @@ export type SendResponse = Message<"team.v1.SendResponse"> & {
  * Use `create(SendResponseSchema)` to create a new message.
  */
 export const SendResponseSchema: GenMessage<SendResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 10);
+  messageDesc(file_team_v1_team_service, 14);
 
 /**
  * @generated from message team.v1.SubscribeRequest
@@ -356,7 +446,7 @@ export type SubscribeRequest = Message<"team.v1.SubscribeRequest"> & {
  * Use `create(SubscribeRequestSchema)` to create a new message.
  */
 export const SubscribeRequestSchema: GenMessage<SubscribeRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 11);
+  messageDesc(file_team_v1_team_service, 15);
 
 /**
  * An idle-stream heartbeat, so clients and proxies can tell a quiet inbox from a dead
@@ -381,7 +471,7 @@ export type Heartbeat = Message<"team.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 12);
+  messageDesc(file_team_v1_team_service, 16);
 
 /**
  * @generated from message team.v1.SubscribeResponse
@@ -414,7 +504,7 @@ export type SubscribeResponse = Message<"team.v1.SubscribeResponse"> & {
  * Use `create(SubscribeResponseSchema)` to create a new message.
  */
 export const SubscribeResponseSchema: GenMessage<SubscribeResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 13);
+  messageDesc(file_team_v1_team_service, 17);
 
 /**
  * @generated from message team.v1.ReadInboxRequest
@@ -447,7 +537,7 @@ export type ReadInboxRequest = Message<"team.v1.ReadInboxRequest"> & {
  * Use `create(ReadInboxRequestSchema)` to create a new message.
  */
 export const ReadInboxRequestSchema: GenMessage<ReadInboxRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 14);
+  messageDesc(file_team_v1_team_service, 18);
 
 /**
  * @generated from message team.v1.ReadInboxResponse
@@ -480,7 +570,7 @@ export type ReadInboxResponse = Message<"team.v1.ReadInboxResponse"> & {
  * Use `create(ReadInboxResponseSchema)` to create a new message.
  */
 export const ReadInboxResponseSchema: GenMessage<ReadInboxResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 15);
+  messageDesc(file_team_v1_team_service, 19);
 
 /**
  * @generated from message team.v1.AckRequest
@@ -500,7 +590,7 @@ export type AckRequest = Message<"team.v1.AckRequest"> & {
  * Use `create(AckRequestSchema)` to create a new message.
  */
 export const AckRequestSchema: GenMessage<AckRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 16);
+  messageDesc(file_team_v1_team_service, 20);
 
 /**
  * @generated from message team.v1.AckResponse
@@ -519,7 +609,7 @@ export type AckResponse = Message<"team.v1.AckResponse"> & {
  * Use `create(AckResponseSchema)` to create a new message.
  */
 export const AckResponseSchema: GenMessage<AckResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 17);
+  messageDesc(file_team_v1_team_service, 21);
 
 /**
  * @generated from message team.v1.GetRequestRequest
@@ -538,7 +628,7 @@ export type GetRequestRequest = Message<"team.v1.GetRequestRequest"> & {
  * Use `create(GetRequestRequestSchema)` to create a new message.
  */
 export const GetRequestRequestSchema: GenMessage<GetRequestRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 18);
+  messageDesc(file_team_v1_team_service, 22);
 
 /**
  * @generated from message team.v1.GetRequestResponse
@@ -555,7 +645,7 @@ export type GetRequestResponse = Message<"team.v1.GetRequestResponse"> & {
  * Use `create(GetRequestResponseSchema)` to create a new message.
  */
 export const GetRequestResponseSchema: GenMessage<GetRequestResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 19);
+  messageDesc(file_team_v1_team_service, 23);
 
 /**
  * @generated from message team.v1.ListRequestsRequest
@@ -603,7 +693,7 @@ export type ListRequestsRequest = Message<"team.v1.ListRequestsRequest"> & {
  * Use `create(ListRequestsRequestSchema)` to create a new message.
  */
 export const ListRequestsRequestSchema: GenMessage<ListRequestsRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 20);
+  messageDesc(file_team_v1_team_service, 24);
 
 /**
  * @generated from message team.v1.ListRequestsResponse
@@ -629,7 +719,7 @@ export type ListRequestsResponse = Message<"team.v1.ListRequestsResponse"> & {
  * Use `create(ListRequestsResponseSchema)` to create a new message.
  */
 export const ListRequestsResponseSchema: GenMessage<ListRequestsResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 21);
+  messageDesc(file_team_v1_team_service, 25);
 
 /**
  * @generated from message team.v1.CreateTaskRequest
@@ -678,7 +768,7 @@ export type CreateTaskRequest = Message<"team.v1.CreateTaskRequest"> & {
  * Use `create(CreateTaskRequestSchema)` to create a new message.
  */
 export const CreateTaskRequestSchema: GenMessage<CreateTaskRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 22);
+  messageDesc(file_team_v1_team_service, 26);
 
 /**
  * @generated from message team.v1.CreateTaskResponse
@@ -697,7 +787,7 @@ export type CreateTaskResponse = Message<"team.v1.CreateTaskResponse"> & {
  * Use `create(CreateTaskResponseSchema)` to create a new message.
  */
 export const CreateTaskResponseSchema: GenMessage<CreateTaskResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 23);
+  messageDesc(file_team_v1_team_service, 27);
 
 /**
  * @generated from message team.v1.UpdateTaskRequest
@@ -775,7 +865,7 @@ export type UpdateTaskRequest = Message<"team.v1.UpdateTaskRequest"> & {
  * Use `create(UpdateTaskRequestSchema)` to create a new message.
  */
 export const UpdateTaskRequestSchema: GenMessage<UpdateTaskRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 24);
+  messageDesc(file_team_v1_team_service, 28);
 
 /**
  * @generated from message team.v1.UpdateTaskResponse
@@ -794,7 +884,7 @@ export type UpdateTaskResponse = Message<"team.v1.UpdateTaskResponse"> & {
  * Use `create(UpdateTaskResponseSchema)` to create a new message.
  */
 export const UpdateTaskResponseSchema: GenMessage<UpdateTaskResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 25);
+  messageDesc(file_team_v1_team_service, 29);
 
 /**
  * @generated from message team.v1.DeleteTaskRequest
@@ -813,7 +903,7 @@ export type DeleteTaskRequest = Message<"team.v1.DeleteTaskRequest"> & {
  * Use `create(DeleteTaskRequestSchema)` to create a new message.
  */
 export const DeleteTaskRequestSchema: GenMessage<DeleteTaskRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 26);
+  messageDesc(file_team_v1_team_service, 30);
 
 /**
  * @generated from message team.v1.DeleteTaskResponse
@@ -832,7 +922,7 @@ export type DeleteTaskResponse = Message<"team.v1.DeleteTaskResponse"> & {
  * Use `create(DeleteTaskResponseSchema)` to create a new message.
  */
 export const DeleteTaskResponseSchema: GenMessage<DeleteTaskResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 27);
+  messageDesc(file_team_v1_team_service, 31);
 
 /**
  * @generated from message team.v1.GetTaskRequest
@@ -851,7 +941,7 @@ export type GetTaskRequest = Message<"team.v1.GetTaskRequest"> & {
  * Use `create(GetTaskRequestSchema)` to create a new message.
  */
 export const GetTaskRequestSchema: GenMessage<GetTaskRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 28);
+  messageDesc(file_team_v1_team_service, 32);
 
 /**
  * @generated from message team.v1.GetTaskResponse
@@ -876,7 +966,7 @@ export type GetTaskResponse = Message<"team.v1.GetTaskResponse"> & {
  * Use `create(GetTaskResponseSchema)` to create a new message.
  */
 export const GetTaskResponseSchema: GenMessage<GetTaskResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 29);
+  messageDesc(file_team_v1_team_service, 33);
 
 /**
  * @generated from message team.v1.ListTasksRequest
@@ -938,7 +1028,7 @@ export type ListTasksRequest = Message<"team.v1.ListTasksRequest"> & {
  * Use `create(ListTasksRequestSchema)` to create a new message.
  */
 export const ListTasksRequestSchema: GenMessage<ListTasksRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 30);
+  messageDesc(file_team_v1_team_service, 34);
 
 /**
  * @generated from message team.v1.ListTasksResponse
@@ -964,7 +1054,7 @@ export type ListTasksResponse = Message<"team.v1.ListTasksResponse"> & {
  * Use `create(ListTasksResponseSchema)` to create a new message.
  */
 export const ListTasksResponseSchema: GenMessage<ListTasksResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 31);
+  messageDesc(file_team_v1_team_service, 35);
 
 /**
  * @generated from message team.v1.AwaitRequestRequest
@@ -990,7 +1080,7 @@ export type AwaitRequestRequest = Message<"team.v1.AwaitRequestRequest"> & {
  * Use `create(AwaitRequestRequestSchema)` to create a new message.
  */
 export const AwaitRequestRequestSchema: GenMessage<AwaitRequestRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 32);
+  messageDesc(file_team_v1_team_service, 36);
 
 /**
  * @generated from message team.v1.AwaitRequestResponse
@@ -1009,7 +1099,7 @@ export type AwaitRequestResponse = Message<"team.v1.AwaitRequestResponse"> & {
  * Use `create(AwaitRequestResponseSchema)` to create a new message.
  */
 export const AwaitRequestResponseSchema: GenMessage<AwaitRequestResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 33);
+  messageDesc(file_team_v1_team_service, 37);
 
 /**
  * @generated from message team.v1.CancelRequestRequest
@@ -1028,7 +1118,7 @@ export type CancelRequestRequest = Message<"team.v1.CancelRequestRequest"> & {
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 34);
+  messageDesc(file_team_v1_team_service, 38);
 
 /**
  * @generated from message team.v1.CancelRequestResponse
@@ -1047,7 +1137,7 @@ export type CancelRequestResponse = Message<"team.v1.CancelRequestResponse"> & {
  * Use `create(CancelRequestResponseSchema)` to create a new message.
  */
 export const CancelRequestResponseSchema: GenMessage<CancelRequestResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 35);
+  messageDesc(file_team_v1_team_service, 39);
 
 /**
  * @generated from message team.v1.ListAttemptsRequest
@@ -1095,7 +1185,7 @@ export type ListAttemptsRequest = Message<"team.v1.ListAttemptsRequest"> & {
  * Use `create(ListAttemptsRequestSchema)` to create a new message.
  */
 export const ListAttemptsRequestSchema: GenMessage<ListAttemptsRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 36);
+  messageDesc(file_team_v1_team_service, 40);
 
 /**
  * @generated from message team.v1.ListAttemptsResponse
@@ -1121,7 +1211,7 @@ export type ListAttemptsResponse = Message<"team.v1.ListAttemptsResponse"> & {
  * Use `create(ListAttemptsResponseSchema)` to create a new message.
  */
 export const ListAttemptsResponseSchema: GenMessage<ListAttemptsResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 37);
+  messageDesc(file_team_v1_team_service, 41);
 
 /**
  * @generated from message team.v1.WatchTeamRequest
@@ -1142,6 +1232,14 @@ export type WatchTeamRequest = Message<"team.v1.WatchTeamRequest"> & {
    * @generated from field: bool from_now = 2;
    */
   fromNow: boolean;
+
+  /**
+   * End the stream once every event up to now has been sent, instead of following the team
+   * live (what is kept, then the end: `team watch --history`).
+   *
+   * @generated from field: bool history_only = 3;
+   */
+  historyOnly: boolean;
 };
 
 /**
@@ -1149,7 +1247,7 @@ export type WatchTeamRequest = Message<"team.v1.WatchTeamRequest"> & {
  * Use `create(WatchTeamRequestSchema)` to create a new message.
  */
 export const WatchTeamRequestSchema: GenMessage<WatchTeamRequest> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 38);
+  messageDesc(file_team_v1_team_service, 42);
 
 /**
  * An idle-stream heartbeat: nothing new in the team. Its response's cursor is current.
@@ -1164,7 +1262,7 @@ export type WatchHeartbeat = Message<"team.v1.WatchHeartbeat"> & {
  * Use `create(WatchHeartbeatSchema)` to create a new message.
  */
 export const WatchHeartbeatSchema: GenMessage<WatchHeartbeat> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 39);
+  messageDesc(file_team_v1_team_service, 43);
 
 /**
  * @generated from message team.v1.WatchTeamResponse
@@ -1206,7 +1304,7 @@ export type WatchTeamResponse = Message<"team.v1.WatchTeamResponse"> & {
  * Use `create(WatchTeamResponseSchema)` to create a new message.
  */
 export const WatchTeamResponseSchema: GenMessage<WatchTeamResponse> = /*@__PURE__*/
-  messageDesc(file_team_v1_team_service, 40);
+  messageDesc(file_team_v1_team_service, 44);
 
 /**
  * TeamService gives a team of agents (one lead, any number of teammates) durable
@@ -1266,6 +1364,32 @@ export const TeamService: GenService<{
     methodKind: "unary";
     input: typeof ListMembersRequestSchema;
     output: typeof ListMembersResponseSchema;
+  },
+  /**
+   * Any active member replaces its own token (member unset, or its own name); the lead may
+   * also replace an active teammate's or observer's. The old token is refused at once and
+   * the member's open streams (Subscribe, WatchTeam) end with UNAUTHENTICATED; its role,
+   * permission mode, inbox and tasks stay. Returns the new token (shown only once).
+   *
+   * @generated from rpc team.v1.TeamService.RotateToken
+   */
+  rotateToken: {
+    methodKind: "unary";
+    input: typeof RotateTokenRequestSchema;
+    output: typeof RotateTokenResponseSchema;
+  },
+  /**
+   * Lead only. Deletes the caller's team and everything it stored (members and their tokens,
+   * messages, requests, tasks, the journal and the feed) in one transaction; every open
+   * stream of the team ends with UNAUTHENTICATED and the name is free again. `team` must
+   * repeat the team's name: a confirmation, not a choice.
+   *
+   * @generated from rpc team.v1.TeamService.DeleteTeam
+   */
+  deleteTeam: {
+    methodKind: "unary";
+    input: typeof DeleteTeamRequestSchema;
+    output: typeof DeleteTeamResponseSchema;
   },
   /**
    * Any active member. Stores a message in the addressee's inbox (or, for "*", in the

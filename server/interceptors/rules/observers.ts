@@ -2,9 +2,13 @@ import { M, type Rule } from "./rule.js";
 
 // Who may read the whole team, and that an observer only reads (docs/watch.md).
 
-/** What an observer may call: reads of the team, nothing that writes or reads an inbox. */
+/**
+ * What an observer may call: reads of the team, nothing that writes or reads an inbox; and
+ * RotateToken, which changes only its own credential (another member's is the lead's).
+ */
 const OBSERVER_MAY = new Set<unknown>([
   M.listMembers,
+  M.rotateToken,
   M.listRequests,
   M.getRequest,
   M.awaitRequest,
@@ -28,7 +32,7 @@ export const observerReadOnly: Rule = {
       sentence: inbox
         ? `an observer has no inbox (${method.name}): WatchTeam shows everything the team stores`
         : `an observer is read-only: ${method.name} is refused (it may ListMembers, ListRequests, ` +
-          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask and ListTasks)",
+          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask, ListTasks and RotateToken its own token)",
     };
   },
 };

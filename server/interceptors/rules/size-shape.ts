@@ -28,6 +28,12 @@ export const sizeShape: Rule = {
       case M.addMember:
       case M.removeMember:
         return nameViolation(request.name, "name", "name");
+      case M.deleteTeam:
+        return nameViolation(request.team, "team", "team");
+      case M.rotateToken:
+        return request.member === ""
+          ? undefined
+          : nameViolation(request.member, "member", "member");
       case M.send:
         return sendShape(request);
       case M.getRequest:
