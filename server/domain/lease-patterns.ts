@@ -53,7 +53,9 @@ export function parseLeaseResource(text: string): LeaseResource {
   const segments = text.endsWith("/") ? `${text}**`.split("/") : text.split("/");
   for (const s of segments) {
     if (s === "" || s === "." || s === "..") {
-      throw new LeaseResourceError(`has a "${s === "" ? "//" : s}" segment: write the path plainly`);
+      throw new LeaseResourceError(
+        `has a "${s === "" ? "//" : s}" segment: write the path plainly`,
+      );
     }
     if (s.includes("**") && s !== "**") {
       throw new LeaseResourceError(`has "**" inside a segment ("${s}"): ** stands alone`);

@@ -6,13 +6,13 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, MemberRole, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
+import type { AttemptOutcome, LeaseMode, MemberRole, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { TeamEvent } from "./feed_pb.js";
 import { file_team_v1_feed } from "./feed_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
-import type { Attempt, Envelope, Member, RequestRecord, Task } from "./records_pb.js";
+import type { Attempt, Envelope, Lease, Member, RequestRecord, Task } from "./records_pb.js";
 import { file_team_v1_records } from "./records_pb.js";
 import { file_team_v1_rule_violation } from "./rule_violation_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/team_service.proto.
  */
 export const file_team_v1_team_service: GenFile = /*@__PURE__*/
-  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInMKEUNyZWF0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDwoHc3ViamVjdBgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRITCgthY3RpdmVfZm9ybRgEIAEoCRISCgpibG9ja2VkX2J5GAUgAygJIjEKEkNyZWF0ZVRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrIp8CChFVcGRhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhQKB3N1YmplY3QYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhgKC2FjdGl2ZV9mb3JtGAQgASgJSAKIAQESFgoOYWRkX2Jsb2NrZWRfYnkYBSADKAkSGQoRcmVtb3ZlX2Jsb2NrZWRfYnkYBiADKAkSEgoKYWRkX2Jsb2NrcxgHIAMoCRIVCg1yZW1vdmVfYmxvY2tzGAggAygJEiUKBnN0YXR1cxgJIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzQgoKCF9zdWJqZWN0Qg4KDF9kZXNjcmlwdGlvbkIOCgxfYWN0aXZlX2Zvcm0iMQoSVXBkYXRlVGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2siJAoRRGVsZXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSIxChJEZWxldGVUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzayIhCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIlcKD0dldFRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrEicKB2hpc3RvcnkYAiADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQisgEKEExpc3RUYXNrc1JlcXVlc3QSDQoFb3duZXIYASABKAkSIQoFc3RhdGUYAiABKA4yEi50ZWFtLnYxLlRhc2tTdGF0ZRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCRINCgVyZWFkeRgFIAEoCBIPCgdibG9ja2VkGAYgASgIEiUKBnN0YXR1cxgHIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzIkoKEUxpc3RUYXNrc1Jlc3BvbnNlEhwKBXRhc2tzGAEgAygLMg0udGVhbS52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJVChNBd2FpdFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKgoHdGltZW91dBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI/ChRBd2FpdFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIioKFENhbmNlbFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiQAoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiigEKE0xpc3RBdHRlbXB0c1JlcXVlc3QSDgoGbWVtYmVyGAEgASgJEigKB291dGNvbWUYAiABKA4yFy50ZWFtLnYxLkF0dGVtcHRPdXRjb21lEhIKCnJlcXVlc3RfaWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiUwoUTGlzdEF0dGVtcHRzUmVzcG9uc2USIgoIYXR0ZW1wdHMYASADKAsyEC50ZWFtLnYxLkF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjQKEFdhdGNoVGVhbVJlcXVlc3QSDgoGY3Vyc29yGAEgASgJEhAKCGZyb21fbm93GAIgASgIIhAKDldhdGNoSGVhcnRiZWF0In4KEVdhdGNoVGVhbVJlc3BvbnNlEg4KBmN1cnNvchgBIAEoCRIjCgVldmVudBgCIAEoCzISLnRlYW0udjEuVGVhbUV2ZW50SAASLAoJaGVhcnRiZWF0GAMgASgLMhcudGVhbS52MS5XYXRjaEhlYXJ0YmVhdEgAQgYKBGtpbmQyuwoKC1RlYW1TZXJ2aWNlEkUKCkNyZWF0ZVRlYW0SGi50ZWFtLnYxLkNyZWF0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5DcmVhdGVUZWFtUmVzcG9uc2USQgoJQWRkTWVtYmVyEhkudGVhbS52MS5BZGRNZW1iZXJSZXF1ZXN0GhoudGVhbS52MS5BZGRNZW1iZXJSZXNwb25zZRJLCgxSZW1vdmVNZW1iZXISHC50ZWFtLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHS50ZWFtLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEkgKC0xpc3RNZW1iZXJzEhsudGVhbS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHC50ZWFtLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRQoKQ3JlYXRlVGFzaxIaLnRlYW0udjEuQ3JlYXRlVGFza1JlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRhc2tSZXNwb25zZRJFCgpVcGRhdGVUYXNrEhoudGVhbS52MS5VcGRhdGVUYXNrUmVxdWVzdBobLnRlYW0udjEuVXBkYXRlVGFza1Jlc3BvbnNlEkUKCkRlbGV0ZVRhc2sSGi50ZWFtLnYxLkRlbGV0ZVRhc2tSZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUYXNrUmVzcG9uc2USPAoHR2V0VGFzaxIXLnRlYW0udjEuR2V0VGFza1JlcXVlc3QaGC50ZWFtLnYxLkdldFRhc2tSZXNwb25zZRJCCglMaXN0VGFza3MSGS50ZWFtLnYxLkxpc3RUYXNrc1JlcXVlc3QaGi50ZWFtLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEksKDExpc3RBdHRlbXB0cxIcLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVxdWVzdBodLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USRAoJV2F0Y2hUZWFtEhkudGVhbS52MS5XYXRjaFRlYW1SZXF1ZXN0GhoudGVhbS52MS5XYXRjaFRlYW1SZXNwb25zZTABQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
+  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIUChJMaXN0TWVtYmVyc1JlcXVlc3QiRAoTTGlzdE1lbWJlcnNSZXNwb25zZRIgCgdtZW1iZXJzGAEgAygLMg8udGVhbS52MS5NZW1iZXISCwoDeW91GAIgASgJIngKC1NlbmRSZXF1ZXN0EgoKAnRvGAEgASgJEiEKB21lc3NhZ2UYAiABKAsyEC50ZWFtLnYxLk1lc3NhZ2USEgoKbWVzc2FnZV9pZBgDIAEoCRImCgN0dGwYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iIwoIRGVsaXZlcnkSCgoCdG8YASABKAkSCwoDc2VxGAIgASgEImgKDFNlbmRSZXNwb25zZRILCgNzZXEYASABKAQSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgpkZWxpdmVyaWVzGAMgAygLMhEudGVhbS52MS5EZWxpdmVyeRIQCghyZXBsYXllZBgEIAEoCCI4ChBTdWJzY3JpYmVSZXF1ZXN0EhYKCWFmdGVyX3NlcRgBIAEoBEgAiAEBQgwKCl9hZnRlcl9zZXEiHQoJSGVhcnRiZWF0EhAKCGxhc3Rfc2VxGAEgASgEImwKEVN1YnNjcmliZVJlc3BvbnNlEiUKCGVudmVsb3BlGAEgASgLMhEudGVhbS52MS5FbnZlbG9wZUgAEicKCWhlYXJ0YmVhdBgCIAEoCzISLnRlYW0udjEuSGVhcnRiZWF0SABCBwoFZXZlbnQiVAoQUmVhZEluYm94UmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBARINCgVsaW1pdBgCIAEoDRILCgNhY2sYAyABKAhCDAoKX2FmdGVyX3NlcSJeChFSZWFkSW5ib3hSZXNwb25zZRIkCgllbnZlbG9wZXMYASADKAsyES50ZWFtLnYxLkVudmVsb3BlEhEKCWFja2VkX3NlcRgCIAEoBBIQCghsYXN0X3NlcRgDIAEoBCIZCgpBY2tSZXF1ZXN0EgsKA3NlcRgBIAEoBCIgCgtBY2tSZXNwb25zZRIRCglhY2tlZF9zZXEYASABKAQiJwoRR2V0UmVxdWVzdFJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCSI9ChJHZXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCKXAQoTTGlzdFJlcXVlc3RzUmVxdWVzdBImCgZzdGF0dXMYASABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDQoFcGFydHkYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiWQoUTGlzdFJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJInMKEUNyZWF0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDwoHc3ViamVjdBgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRITCgthY3RpdmVfZm9ybRgEIAEoCRISCgpibG9ja2VkX2J5GAUgAygJIjEKEkNyZWF0ZVRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrIp8CChFVcGRhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhQKB3N1YmplY3QYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhgKC2FjdGl2ZV9mb3JtGAQgASgJSAKIAQESFgoOYWRkX2Jsb2NrZWRfYnkYBSADKAkSGQoRcmVtb3ZlX2Jsb2NrZWRfYnkYBiADKAkSEgoKYWRkX2Jsb2NrcxgHIAMoCRIVCg1yZW1vdmVfYmxvY2tzGAggAygJEiUKBnN0YXR1cxgJIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzQgoKCF9zdWJqZWN0Qg4KDF9kZXNjcmlwdGlvbkIOCgxfYWN0aXZlX2Zvcm0iMQoSVXBkYXRlVGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2siJAoRRGVsZXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSIxChJEZWxldGVUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzayIhCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIlcKD0dldFRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrEicKB2hpc3RvcnkYAiADKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQisgEKEExpc3RUYXNrc1JlcXVlc3QSDQoFb3duZXIYASABKAkSIQoFc3RhdGUYAiABKA4yEi50ZWFtLnYxLlRhc2tTdGF0ZRIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCRINCgVyZWFkeRgFIAEoCBIPCgdibG9ja2VkGAYgASgIEiUKBnN0YXR1cxgHIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzIkoKEUxpc3RUYXNrc1Jlc3BvbnNlEhwKBXRhc2tzGAEgAygLMg0udGVhbS52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJVChNBd2FpdFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSKgoHdGltZW91dBgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiI/ChRBd2FpdFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIioKFENhbmNlbFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiQAoVQ2FuY2VsUmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQiigEKE0xpc3RBdHRlbXB0c1JlcXVlc3QSDgoGbWVtYmVyGAEgASgJEigKB291dGNvbWUYAiABKA4yFy50ZWFtLnYxLkF0dGVtcHRPdXRjb21lEhIKCnJlcXVlc3RfaWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiUwoUTGlzdEF0dGVtcHRzUmVzcG9uc2USIgoIYXR0ZW1wdHMYASADKAsyEC50ZWFtLnYxLkF0dGVtcHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjQKEFdhdGNoVGVhbVJlcXVlc3QSDgoGY3Vyc29yGAEgASgJEhAKCGZyb21fbm93GAIgASgIIhAKDldhdGNoSGVhcnRiZWF0In4KEVdhdGNoVGVhbVJlc3BvbnNlEg4KBmN1cnNvchgBIAEoCRIjCgVldmVudBgCIAEoCzISLnRlYW0udjEuVGVhbUV2ZW50SAASLAoJaGVhcnRiZWF0GAMgASgLMhcudGVhbS52MS5XYXRjaEhlYXJ0YmVhdEgAQgYKBGtpbmQibgoTQWNxdWlyZUxlYXNlUmVxdWVzdBIQCghyZXNvdXJjZRgBIAEoCRIgCgRtb2RlGAIgASgOMhIudGVhbS52MS5MZWFzZU1vZGUSEwoLdHRsX3NlY29uZHMYAyABKA0SDgoGcmVhc29uGAQgASgJIjUKFEFjcXVpcmVMZWFzZVJlc3BvbnNlEh0KBWxlYXNlGAEgASgLMg4udGVhbS52MS5MZWFzZSI6ChFSZW5ld0xlYXNlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRITCgt0dGxfc2Vjb25kcxgCIAEoDSIzChJSZW5ld0xlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi50ZWFtLnYxLkxlYXNlIjcKE1JlbGVhc2VMZWFzZVJlcXVlc3QSEAoIbGVhc2VfaWQYASABKAkSDgoGcmVhc29uGAIgASgJIjUKFFJlbGVhc2VMZWFzZVJlc3BvbnNlEh0KBWxlYXNlGAEgASgLMg4udGVhbS52MS5MZWFzZSI1ChFMaXN0TGVhc2VzUmVxdWVzdBIOCgZob2xkZXIYASABKAkSEAoIcmVzb3VyY2UYAiABKAkiNAoSTGlzdExlYXNlc1Jlc3BvbnNlEh4KBmxlYXNlcxgBIAMoCzIOLnRlYW0udjEuTGVhc2Uy4wwKC1RlYW1TZXJ2aWNlEkUKCkNyZWF0ZVRlYW0SGi50ZWFtLnYxLkNyZWF0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5DcmVhdGVUZWFtUmVzcG9uc2USQgoJQWRkTWVtYmVyEhkudGVhbS52MS5BZGRNZW1iZXJSZXF1ZXN0GhoudGVhbS52MS5BZGRNZW1iZXJSZXNwb25zZRJLCgxSZW1vdmVNZW1iZXISHC50ZWFtLnYxLlJlbW92ZU1lbWJlclJlcXVlc3QaHS50ZWFtLnYxLlJlbW92ZU1lbWJlclJlc3BvbnNlEkgKC0xpc3RNZW1iZXJzEhsudGVhbS52MS5MaXN0TWVtYmVyc1JlcXVlc3QaHC50ZWFtLnYxLkxpc3RNZW1iZXJzUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRQoKQ3JlYXRlVGFzaxIaLnRlYW0udjEuQ3JlYXRlVGFza1JlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRhc2tSZXNwb25zZRJFCgpVcGRhdGVUYXNrEhoudGVhbS52MS5VcGRhdGVUYXNrUmVxdWVzdBobLnRlYW0udjEuVXBkYXRlVGFza1Jlc3BvbnNlEkUKCkRlbGV0ZVRhc2sSGi50ZWFtLnYxLkRlbGV0ZVRhc2tSZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUYXNrUmVzcG9uc2USPAoHR2V0VGFzaxIXLnRlYW0udjEuR2V0VGFza1JlcXVlc3QaGC50ZWFtLnYxLkdldFRhc2tSZXNwb25zZRJCCglMaXN0VGFza3MSGS50ZWFtLnYxLkxpc3RUYXNrc1JlcXVlc3QaGi50ZWFtLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEksKDEFjcXVpcmVMZWFzZRIcLnRlYW0udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBodLnRlYW0udjEuQWNxdWlyZUxlYXNlUmVzcG9uc2USRQoKUmVuZXdMZWFzZRIaLnRlYW0udjEuUmVuZXdMZWFzZVJlcXVlc3QaGy50ZWFtLnYxLlJlbmV3TGVhc2VSZXNwb25zZRJLCgxSZWxlYXNlTGVhc2USHC50ZWFtLnYxLlJlbGVhc2VMZWFzZVJlcXVlc3QaHS50ZWFtLnYxLlJlbGVhc2VMZWFzZVJlc3BvbnNlEkUKCkxpc3RMZWFzZXMSGi50ZWFtLnYxLkxpc3RMZWFzZXNSZXF1ZXN0GhsudGVhbS52MS5MaXN0TGVhc2VzUmVzcG9uc2USSwoMTGlzdEF0dGVtcHRzEhwudGVhbS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0QXR0ZW1wdHNSZXNwb25zZRJECglXYXRjaFRlYW0SGS50ZWFtLnYxLldhdGNoVGVhbVJlcXVlc3QaGi50ZWFtLnYxLldhdGNoVGVhbVJlc3BvbnNlMAFCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
 
 /**
  * @generated from message team.v1.CreateTeamRequest
@@ -1209,6 +1209,190 @@ export const WatchTeamResponseSchema: GenMessage<WatchTeamResponse> = /*@__PURE_
   messageDesc(file_team_v1_team_service, 40);
 
 /**
+ * @generated from message team.v1.AcquireLeaseRequest
+ */
+export type AcquireLeaseRequest = Message<"team.v1.AcquireLeaseRequest"> & {
+  /**
+   * A path glob relative to the repository, or kind:name.
+   *
+   * @generated from field: string resource = 1;
+   */
+  resource: string;
+
+  /**
+   * Unspecified means exclusive.
+   *
+   * @generated from field: team.v1.LeaseMode mode = 2;
+   */
+  mode: LeaseMode;
+
+  /**
+   * 0 for the configured default.
+   *
+   * @generated from field: uint32 ttl_seconds = 3;
+   */
+  ttlSeconds: number;
+
+  /**
+   * Why you need it: shown to whoever is refused (at most 500 characters).
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message team.v1.AcquireLeaseRequest.
+ * Use `create(AcquireLeaseRequestSchema)` to create a new message.
+ */
+export const AcquireLeaseRequestSchema: GenMessage<AcquireLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 41);
+
+/**
+ * @generated from message team.v1.AcquireLeaseResponse
+ */
+export type AcquireLeaseResponse = Message<"team.v1.AcquireLeaseResponse"> & {
+  /**
+   * @generated from field: team.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+};
+
+/**
+ * Describes the message team.v1.AcquireLeaseResponse.
+ * Use `create(AcquireLeaseResponseSchema)` to create a new message.
+ */
+export const AcquireLeaseResponseSchema: GenMessage<AcquireLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 42);
+
+/**
+ * @generated from message team.v1.RenewLeaseRequest
+ */
+export type RenewLeaseRequest = Message<"team.v1.RenewLeaseRequest"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * 0 for the configured default.
+   *
+   * @generated from field: uint32 ttl_seconds = 2;
+   */
+  ttlSeconds: number;
+};
+
+/**
+ * Describes the message team.v1.RenewLeaseRequest.
+ * Use `create(RenewLeaseRequestSchema)` to create a new message.
+ */
+export const RenewLeaseRequestSchema: GenMessage<RenewLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 43);
+
+/**
+ * @generated from message team.v1.RenewLeaseResponse
+ */
+export type RenewLeaseResponse = Message<"team.v1.RenewLeaseResponse"> & {
+  /**
+   * @generated from field: team.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+};
+
+/**
+ * Describes the message team.v1.RenewLeaseResponse.
+ * Use `create(RenewLeaseResponseSchema)` to create a new message.
+ */
+export const RenewLeaseResponseSchema: GenMessage<RenewLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 44);
+
+/**
+ * @generated from message team.v1.ReleaseLeaseRequest
+ */
+export type ReleaseLeaseRequest = Message<"team.v1.ReleaseLeaseRequest"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * Why (the lead breaking another member's lease must say why: it is told to the holder).
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message team.v1.ReleaseLeaseRequest.
+ * Use `create(ReleaseLeaseRequestSchema)` to create a new message.
+ */
+export const ReleaseLeaseRequestSchema: GenMessage<ReleaseLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 45);
+
+/**
+ * @generated from message team.v1.ReleaseLeaseResponse
+ */
+export type ReleaseLeaseResponse = Message<"team.v1.ReleaseLeaseResponse"> & {
+  /**
+   * The lease as it was when released.
+   *
+   * @generated from field: team.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+};
+
+/**
+ * Describes the message team.v1.ReleaseLeaseResponse.
+ * Use `create(ReleaseLeaseResponseSchema)` to create a new message.
+ */
+export const ReleaseLeaseResponseSchema: GenMessage<ReleaseLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 46);
+
+/**
+ * @generated from message team.v1.ListLeasesRequest
+ */
+export type ListLeasesRequest = Message<"team.v1.ListLeasesRequest"> & {
+  /**
+   * Only this member's leases.
+   *
+   * @generated from field: string holder = 1;
+   */
+  holder: string;
+
+  /**
+   * Only leases overlapping this resource (a path, a glob or kind:name).
+   *
+   * @generated from field: string resource = 2;
+   */
+  resource: string;
+};
+
+/**
+ * Describes the message team.v1.ListLeasesRequest.
+ * Use `create(ListLeasesRequestSchema)` to create a new message.
+ */
+export const ListLeasesRequestSchema: GenMessage<ListLeasesRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 47);
+
+/**
+ * @generated from message team.v1.ListLeasesResponse
+ */
+export type ListLeasesResponse = Message<"team.v1.ListLeasesResponse"> & {
+  /**
+   * @generated from field: repeated team.v1.Lease leases = 1;
+   */
+  leases: Lease[];
+};
+
+/**
+ * Describes the message team.v1.ListLeasesResponse.
+ * Use `create(ListLeasesResponseSchema)` to create a new message.
+ */
+export const ListLeasesResponseSchema: GenMessage<ListLeasesResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 48);
+
+/**
  * TeamService gives a team of agents (one lead, any number of teammates) durable
  * inboxes and server-enforced request-response protocols.
  *
@@ -1416,6 +1600,51 @@ export const TeamService: GenService<{
     methodKind: "unary";
     input: typeof ListTasksRequestSchema;
     output: typeof ListTasksResponseSchema;
+  },
+  /**
+   * Any active member but an observer. Takes a lease on a resource for ttl_seconds (default
+   * and maximum configured: LEASE_TTL_DEFAULT_S, LEASE_TTL_MAX_S). Refused with lease-held,
+   * naming the holder, its resource and when it expires, when another member holds an
+   * overlapping lease and either is exclusive. Of racing acquires of overlapping resources
+   * exactly one is held.
+   *
+   * @generated from rpc team.v1.TeamService.AcquireLease
+   */
+  acquireLease: {
+    methodKind: "unary";
+    input: typeof AcquireLeaseRequestSchema;
+    output: typeof AcquireLeaseResponseSchema;
+  },
+  /**
+   * The holder only. Extends its lease to now + ttl_seconds (same default and maximum).
+   *
+   * @generated from rpc team.v1.TeamService.RenewLease
+   */
+  renewLease: {
+    methodKind: "unary";
+    input: typeof RenewLeaseRequestSchema;
+    output: typeof RenewLeaseResponseSchema;
+  },
+  /**
+   * The holder, or the lead (which breaks it: the holder is told, and the journal records it).
+   *
+   * @generated from rpc team.v1.TeamService.ReleaseLease
+   */
+  releaseLease: {
+    methodKind: "unary";
+    input: typeof ReleaseLeaseRequestSchema;
+    output: typeof ReleaseLeaseResponseSchema;
+  },
+  /**
+   * Any member. The team's unexpired leases, oldest first, filtered by holder or by a resource
+   * they overlap.
+   *
+   * @generated from rpc team.v1.TeamService.ListLeases
+   */
+  listLeases: {
+    methodKind: "unary";
+    input: typeof ListLeasesRequestSchema;
+    output: typeof ListLeasesResponseSchema;
   },
   /**
    * Lists the protocol journal: every protocol step a member attempted (a Send of a

@@ -12,6 +12,7 @@ const OBSERVER_MAY = new Set<unknown>([
   M.watchTeam,
   M.getTask,
   M.listTasks,
+  M.listLeases,
 ]);
 
 /**
@@ -28,7 +29,7 @@ export const observerReadOnly: Rule = {
       sentence: inbox
         ? `an observer has no inbox (${method.name}): WatchTeam shows everything the team stores`
         : `an observer is read-only: ${method.name} is refused (it may ListMembers, ListRequests, ` +
-          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask and ListTasks)",
+          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask, ListTasks and ListLeases)",
     };
   },
 };
