@@ -35,10 +35,18 @@ describeEachDatabase(
       expect(r.message).toContain("rewriting the lexer");
       expect(r.message).toContain(lease?.expiresAt ? "until 20" : "?");
       // Disjoint: held at once.
-      const other = await bob.acquireLease({ resource: "docs/**", mode: EXCLUSIVE, ttlSeconds: 60 });
+      const other = await bob.acquireLease({
+        resource: "docs/**",
+        mode: EXCLUSIVE,
+        ttlSeconds: 60,
+      });
       expect(other.lease?.holder).toBe("bob");
       // A member's own leases never conflict with each other.
-      await alice.acquireLease({ resource: "src/parser/lexer.ts", mode: EXCLUSIVE, ttlSeconds: 60 });
+      await alice.acquireLease({
+        resource: "src/parser/lexer.ts",
+        mode: EXCLUSIVE,
+        ttlSeconds: 60,
+      });
       const listed = await t.lead.listLeases({});
       expect(listed.leases.map((l) => [l.holder, l.resource])).toEqual([
         ["alice", "src/parser/**"],
