@@ -166,7 +166,7 @@ export async function releaseLease(
   }
   await deleteLease(tx, lease.leaseId);
   const holder = await findMember(tx, caller.teamId, lease.holder);
-  if (!holder || holder.status !== "active") return { lease };
+  if (holder?.status !== "active") return { lease };
   const notice = create(MessageSchema, {
     kind: {
       case: "text",
