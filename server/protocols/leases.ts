@@ -19,6 +19,7 @@ import {
   type LeaseRow,
   liveLeases,
   lockTeamLeases,
+  sweepExpiredLeases,
 } from "../store/leases.js";
 import { findMember } from "../store/members.js";
 import { appendToInboxes, type Delivery } from "../store/send.js";
@@ -167,25 +168,46 @@ export async function releaseLease(
   await deleteLease(tx, lease.leaseId);
   const holder = await findMember(tx, caller.teamId, lease.holder);
   if (holder?.status !== "active") return { lease };
-  const notice = create(MessageSchema, {
-    kind: {
-      case: "text",
-      value: `The lead broke your ${lease.mode} lease ${lease.leaseId} on ${JSON.stringify(lease.resource)}: ${req.reason}. Acquire it again before you edit it.`,
-    },
-  });
-  const [told] = await appendToInboxes(
+  const told = await tellHolder(
     tx,
-    {
-      teamId: caller.teamId,
-      senderId: null,
-      fromName: "",
-      to: lease.holder,
-      kind: "text",
-      body: toBinary(MessageSchema, notice),
-    },
-    [{ id: holder.id, name: holder.name }],
+    lease,
+    `The lead broke your ${lease.mode} lease ${lease.leaseId} on ${JSON.stringify(lease.resource)}: ${req.reason}. Acquire it again before you edit it.`,
   );
   return { lease, ...(told ? { told } : {}) };
+}
+
+/** A text from the server (from "") to a lease's holder. */
+async function tellHolder(tx: Queryable, lease: LeaseRow, text: string) {
+  const body = toBinary(
+    MessageSchema,
+    create(MessageSchema, { kind: { case: "text", value: text } }),
+  );
+  const [told] = await appendToInboxes(
+    tx,
+    { teamId: lease.teamId, senderId: null, fromName: "", to: lease.holder, kind: "text", body },
+    [{ id: lease.holderId, name: lease.holder }],
+  );
+  return told;
+}
+
+/**
+ * Deletes up to `limit` lapsed leases (the sweeper, each tick) and tells each active holder
+ * that its lease is gone; returns the deliveries to wake. A lapsed lease already held
+ * nothing: this only tidies and tells.
+ */
+export async function expireLeases(tx: Queryable, limit: number): Promise<Delivery[]> {
+  const told: Delivery[] = [];
+  for (const lease of await sweepExpiredLeases(tx, limit)) {
+    const holder = await findMember(tx, lease.teamId, lease.holder);
+    if (holder?.status !== "active") continue;
+    const delivery = await tellHolder(
+      tx,
+      lease,
+      `Your ${lease.mode} lease ${lease.leaseId} on ${JSON.stringify(lease.resource)} expired at ${lease.expiresAt.toISOString()}: acquire it again (AcquireLease) before you edit it.`,
+    );
+    if (delivery) told.push(delivery);
+  }
+  return told;
 }
 
 /** ListLeases: the team's live leases, filtered by holder and by a resource they overlap. */

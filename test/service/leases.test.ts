@@ -3,7 +3,7 @@ import { expect, it } from "vitest";
 import { LeaseMode, MemberRole } from "../../gen/team/v1/enums_pb.js";
 import { describeEachDatabase, raceTitle } from "../support/harness.js";
 import { inbox, refused, shutdownRequest, shutdownResponse } from "../support/protocol-helpers.js";
-import { sleep } from "../support/wait.js";
+import { eventually, sleep } from "../support/wait.js";
 
 const EXCLUSIVE = LeaseMode.EXCLUSIVE;
 const SHARED = LeaseMode.SHARED;
@@ -141,6 +141,18 @@ describeEachDatabase(
       expect(ms(lease?.expiresAt) - ms(lease?.acquiredAt)).toBeCloseTo(400, -1);
       await sleep(600);
       expect((await t.lead.listLeases({})).leases).toHaveLength(0);
+      // The sweeper deletes it and tells the holder, once.
+      await eventually(async () => {
+        const told = (await inbox(t.member("alice").client)).filter((e) => e.from === "");
+        expect(told.map((e) => e.message?.kind.value)).toEqual([
+          expect.stringMatching(/^Your exclusive lease lease_\S+ on "src\/\*\*" expired at /),
+        ]);
+      });
+      const [{ n } = { n: -1n }] = await env().db.query<{ n: bigint }>(
+        "SELECT count(*) AS n FROM leases WHERE lease_id = $1",
+        [lease?.leaseId],
+      );
+      expect(n).toBe(0n);
       const { lease: bobs } = await t.member("bob").client.acquireLease({ resource: "src/a.ts" });
       expect(bobs?.holder).toBe("bob");
       const tooLong = await refused(() =>
