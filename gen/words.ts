@@ -11,6 +11,7 @@ import {
   RequestKind,
   RequestStatus,
   TaskChange,
+  LeaseMode,
   TaskProgress,
   TaskState,
   TaskStatus,
@@ -84,3 +85,4 @@ export const taskStatusWords = enumWords(TaskStatus);
 export const taskProgressWords = enumWords(TaskProgress);
 export const taskChangeWords = enumWords(TaskChange);
 export const attemptOutcomeWords = enumWords(AttemptOutcome);
+export const leaseModeWords = enumWords(LeaseMode);

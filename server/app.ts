@@ -3,6 +3,7 @@ import { file_team_v1_rule_violation } from "@team-protocols/contract/team/v1/ru
 import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type BacklogLimits, DEFAULT_BACKLOG_LIMITS } from "./domain/limits.js";
 import { attemptHandlers } from "./handlers/attempts.js";
+import { leaseHandlers } from "./handlers/leases.js";
 import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
@@ -39,6 +40,7 @@ import { createMcpEndpoint, MCP_PATH } from "./mcp/mcp-endpoint.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
+import { DEFAULT_LEASE_TTLS, type LeaseTtls } from "./protocols/leases.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
 import { serveReflection } from "./reflection/server-reflection.js";
 import type { Database } from "./store/database.js";
@@ -70,6 +72,8 @@ export interface AppOptions {
    * off. Default 10 s.
    */
   callerCacheTtlMs?: number;
+  /** A lease's ttl when AcquireLease or RenewLease gives none, and the longest allowed. */
+  leaseTtls?: LeaseTtls;
   /**
    * Deletes acked messages, finished requests, idempotency keys and member events after
    * `days`, journal lines after `journalDays` (0: keep), checking every `intervalMs`.
@@ -199,6 +203,7 @@ export function createApp(options: AppOptions): App {
     ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
     ...taskHandlers(deps),
+    ...leaseHandlers({ db, hub, leaseTtls: options.leaseTtls ?? DEFAULT_LEASE_TTLS }),
     ...attemptHandlers(deps),
     ...watchHandler({ db, teams, heartbeatIntervalMs, maxPerMember }),
   };

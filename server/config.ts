@@ -24,6 +24,8 @@ export interface Config {
   dbStatementTimeoutMs: number;
   dbConnectTimeoutMs: number;
   callerCacheTtlMs: number;
+  leaseTtlDefaultS: number;
+  leaseTtlMaxS: number;
   maxSubscriptionsPerMember: number;
   maxStreamsPerConnection: number;
   maxInboxBacklog: number;
@@ -263,6 +265,24 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--lease-ttl-default-s <s>",
+        "a lease's ttl when AcquireLease or RenewLease gives none",
+      )
+        .env("LEASE_TTL_DEFAULT_S")
+        .default(600)
+        .argParser(positiveInt("LEASE_TTL_DEFAULT_S")),
+    )
+    .addOption(
+      new Option(
+        "--lease-ttl-max-s <s>",
+        "the longest ttl a lease may be given (then it is renewed)",
+      )
+        .env("LEASE_TTL_MAX_S")
+        .default(14_400)
+        .argParser(positiveInt("LEASE_TTL_MAX_S")),
+    )
+    .addOption(
+      new Option(
         "--caller-cache-ttl-ms <ms>",
         "how long an active member's token is trusted without a database look-up " +
           "(revocations take effect at once; 0: look up every call)",
@@ -404,6 +424,11 @@ function createProgram(name = "team-protocols"): Command {
 
 // biome-ignore lint/suspicious/noExplicitAny: commander's opts() is untyped.
 function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
+  if (o.leaseTtlDefaultS > o.leaseTtlMaxS) {
+    throw new InvalidArgumentError(
+      `LEASE_TTL_DEFAULT_S (${o.leaseTtlDefaultS}) must not exceed LEASE_TTL_MAX_S (${o.leaseTtlMaxS})`,
+    );
+  }
   return {
     host: o.host,
     port: o.port,
@@ -422,6 +447,8 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     dbStatementTimeoutMs: o.dbStatementTimeoutMs,
     dbConnectTimeoutMs: o.dbConnectTimeoutMs,
     callerCacheTtlMs: o.callerCacheTtlMs,
+    leaseTtlDefaultS: o.leaseTtlDefaultS,
+    leaseTtlMaxS: o.leaseTtlMaxS,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxStreamsPerConnection: o.maxStreamsPerConnection,
     maxInboxBacklog: o.maxInboxBacklog,

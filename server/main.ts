@@ -36,6 +36,7 @@ export async function run(
     metricsToken: config.metricsToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
+    leaseTtls: { defaultMs: config.leaseTtlDefaultS * 1000, maxMs: config.leaseTtlMaxS * 1000 },
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     consoleAllowedOrigins: config.consoleAllowedOrigins,
     grpcFastPath: config.grpcFastPath,

@@ -5,6 +5,7 @@ import type { Logger } from "../logger.js";
 import { startPeriodic } from "../periodic.js";
 import type { Database } from "../store/database.js";
 import { claimOverdueRequest, finishRequest } from "../store/requests.js";
+import { expireLeases } from "./leases.js";
 import { deliverRequestUpdate } from "./request-updates.js";
 
 export interface ExpirySweeperOptions {
@@ -30,7 +31,7 @@ const MAX_PER_TICK = 500;
 
 /**
  * Moves pending requests past their deadline to expired and tells each requester with a
- * request_update. One transaction per request: the overdue row is claimed with FOR UPDATE
+ * request_update; then deletes lapsed leases and tells their holders (protocols/leases.ts). One transaction per request: the overdue row is claimed with FOR UPDATE
  * SKIP LOCKED and moved by compare-and-set, so several server processes can sweep the same
  * database, and a response racing the expiry either wins (the sweeper then skips it) or
  * loses (and is refused by once-only).
@@ -70,6 +71,11 @@ export function startExpirySweeper(options: ExpirySweeperOptions): ExpirySweeper
       if (expired.delivery) hub.wake([expired.delivery.memberId]);
       teams.wake([expired.request.teamId]);
       waiters.notify(expired.request.id);
+    }
+    // Lapsed leases: deleted, and their holders told, in one transaction per tick.
+    if (!periodic.stopped) {
+      const told = await db.transaction((tx) => expireLeases(tx, MAX_PER_TICK));
+      if (told.length > 0) hub.wake(told.map((d) => d.memberId));
     }
     return count;
   };

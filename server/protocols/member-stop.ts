@@ -2,6 +2,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { TaskStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
 import { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import type { Queryable } from "../store/database.js";
+import { releaseLeasesOf } from "../store/leases.js";
 import { appendToInboxes } from "../store/send.js";
 import { lockTasksOwnedBy, releaseTasksOf } from "../store/tasks.js";
 import { cancelRequestsOfStoppingMember } from "./cancel.js";
@@ -13,7 +14,7 @@ import type { Aftermath } from "./task-ownership.js";
  * its pending requests canceled (cancel.ts), then `stop` changes the member row, then every
  * task it held goes back to unowned (and pending) and the lead gets one server-written task_notification
  * per task (status STOPPED, from "", naming the task), so the lead can give it to someone
- * else. The release is a statement of its own after the member row changed, so it also sees
+ * else; its leases are released. The release is a statement of its own after the member row changed, so it also sees
  * a task given to the member by a transaction that committed meanwhile.
  */
 export async function stopMemberAndRelease<T>(
@@ -32,6 +33,8 @@ export async function stopMemberAndRelease<T>(
   await lockTasksOwnedBy(tx, q.member.id);
   const aftermath: Aftermath = await cancelRequestsOfStoppingMember(tx, q.member, q.why);
   const stopped = await q.stop();
+  // Its leases go with it, in the same transaction: nobody waits on a stopped member's lease.
+  await releaseLeasesOf(tx, q.member.id);
   for (const taskId of await releaseTasksOf(tx, q.member.id, q.actorId)) {
     const [delivery] = await appendToInboxes(
       tx,

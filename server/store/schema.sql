@@ -34,6 +34,38 @@ CREATE TABLE public.inboxes (
 );
 
 --
+-- Name: leases; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.leases (
+    id bigint NOT NULL,
+    lease_id text NOT NULL,
+    team_id integer NOT NULL,
+    holder_id integer NOT NULL,
+    resource text NOT NULL,
+    mode text NOT NULL,
+    reason text DEFAULT ''::text NOT NULL,
+    acquired_at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT leases_mode_check CHECK ((mode = ANY (ARRAY['exclusive'::text, 'shared'::text]))),
+    CONSTRAINT leases_reason_check CHECK ((length(reason) <= 500)),
+    CONSTRAINT leases_resource_check CHECK (((length(resource) >= 1) AND (length(resource) <= 1024)))
+);
+
+--
+-- Name: leases_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.leases ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.leases_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: team_feed_position; Type: SEQUENCE; Schema: public; Owner: -
 --
 
@@ -343,6 +375,20 @@ ALTER TABLE ONLY public.inboxes
     ADD CONSTRAINT inboxes_pkey PRIMARY KEY (member_id);
 
 --
+-- Name: leases leases_lease_id_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.leases
+    ADD CONSTRAINT leases_lease_id_key UNIQUE (lease_id);
+
+--
+-- Name: leases leases_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.leases
+    ADD CONSTRAINT leases_pkey PRIMARY KEY (id);
+
+--
 -- Name: member_events member_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -453,6 +499,18 @@ ALTER TABLE ONLY public.teams
 
 ALTER TABLE ONLY public.teams
     ADD CONSTRAINT teams_pkey PRIMARY KEY (id);
+
+--
+-- Name: leases_by_holder; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX leases_by_holder ON public.leases USING btree (holder_id);
+
+--
+-- Name: leases_by_team; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX leases_by_team ON public.leases USING btree (team_id, expires_at);
 
 --
 -- Name: member_events_by_age; Type: INDEX; Schema: public; Owner: -
@@ -604,6 +662,20 @@ CREATE TRIGGER protocol_attempts_no_truncate BEFORE TRUNCATE ON public.protocol_
 
 ALTER TABLE ONLY public.inboxes
     ADD CONSTRAINT inboxes_member_id_fkey FOREIGN KEY (member_id) REFERENCES public.members(id);
+
+--
+-- Name: leases leases_holder_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.leases
+    ADD CONSTRAINT leases_holder_id_fkey FOREIGN KEY (holder_id) REFERENCES public.members(id) ON DELETE CASCADE;
+
+--
+-- Name: leases leases_team_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.leases
+    ADD CONSTRAINT leases_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id) ON DELETE CASCADE;
 
 --
 -- Name: member_events member_events_member_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

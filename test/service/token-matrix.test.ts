@@ -37,6 +37,8 @@ interface World {
   bobPlan: string;
   alicePlan: string;
   bobShutdown: string;
+  /** alice's exclusive lease on src/** in A. */
+  aliceLease: string;
 }
 
 /** The request each RPC is called with: all of them name team A's members and requests. */
@@ -87,6 +89,14 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
       return { taskId: "a-task", subject: "taken over" };
     case M.deleteTask:
       return { taskId: "a-task" };
+    case M.acquireLease:
+      return { resource: "src/**", ttlSeconds: 60 };
+    case M.renewLease:
+      return { leaseId: w.aliceLease, ttlSeconds: 60 };
+    case M.releaseLease:
+      return { leaseId: w.aliceLease, reason: "taken over" };
+    case M.listLeases:
+      return {};
   }
   throw new Error(`no request for ${method.name}`);
 }
@@ -152,10 +162,20 @@ describeEachDatabase(
       const bobShutdown = (await a.lead.send({ to: "bob", message: shutdownRequest("done") }))
         .requestId;
       await a.lead.send({ to: "bob", message: assign("a-task") });
+      const aliceLease =
+        (await alice.acquireLease({ resource: "src/**", ttlSeconds: 3600 })).lease?.leaseId ?? "";
       await a.lead.removeMember({ name: "gone" });
       await b.lead.send({ to: "carol", message: text("b: lead to carol") });
       await b.member("carol").client.send({ to: "team-lead", message: text("b: carol to lead") });
-      w = { a, b, revokedToken: a.member("gone").token, bobPlan, alicePlan, bobShutdown };
+      w = {
+        a,
+        b,
+        revokedToken: a.member("gone").token,
+        bobPlan,
+        alicePlan,
+        bobShutdown,
+        aliceLease,
+      };
       aRows = await snapshotTeam(env().db, a.name);
       // The snapshot sees what the setup did: a sanity check of the comparison itself.
       expect(aRows.members.get("gone")?.status).toBe("stopped");
@@ -254,9 +274,14 @@ describeEachDatabase(
           M.createTask,
           M.updateTask,
           M.deleteTask,
+          M.renewLease,
+          M.releaseLease,
         ]) {
           expect(codeOf(await run(method)), where(method)).toBe("NotFound");
         }
+        const leases = await run(M.listLeases);
+        expect(codeOf(leases), where(M.listLeases)).toBe("ok");
+        expect((leases as { value: { leases: unknown[] } }).value.leases).toEqual([]);
         const tasks = await run(M.listTasks);
         expect(codeOf(tasks), where(M.listTasks)).toBe("ok");
         expect((tasks as { value: { tasks: unknown[] } }).value.tasks, where(M.listTasks)).toEqual(

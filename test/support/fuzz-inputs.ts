@@ -467,9 +467,48 @@ export function requestInit(
         pageSize: pageSize(r),
         pageToken: pageToken(r),
       };
+    case M.acquireLease:
+      return {
+        resource: leaseResource(r),
+        mode: enumNumber(r, 2),
+        ttlSeconds: r.pick([0, 1, 60, 14_401, 2 ** 32 - 1]),
+        reason: r.chance(0.5) ? "" : line(r),
+      };
+    case M.renewLease:
+      return { leaseId: leaseId(r), ttlSeconds: r.pick([0, 60, 2 ** 32 - 1]) };
+    case M.releaseLease:
+      return { leaseId: leaseId(r), reason: r.chance(0.5) ? "" : line(r) };
+    case M.listLeases:
+      return {
+        holder: r.chance(0.5) ? "" : name(r, w),
+        resource: r.chance(0.5) ? "" : leaseResource(r),
+      };
   }
   throw new Error(`no generator for ${method.name}`);
 }
+
+/** A lease's resource: usually a plausible glob or name, sometimes hostile. */
+const leaseResource = (r: Rng): string =>
+  r.pick([
+    "src/**",
+    "src/a.ts",
+    "**/*.md",
+    "task:t-held",
+    "db:migrations",
+    "",
+    "/etc/passwd",
+    "../x",
+    "a//b",
+    "C:\\x",
+    "x:",
+    `${"a/".repeat(600)}b`,
+    "*".repeat(1000),
+    "src/\u0000",
+  ]);
+
+/** A lease id: none of the target team's (made during the storm), or hostile. */
+const leaseId = (r: Rng): string =>
+  r.pick(["", "lease_x", "lease_AAAAAAAAAAAAAAAA", "x".repeat(5000), "' OR 1=1 --"]);
 
 const pageSize = (r: Rng) => r.pick([0, 1, 50, 500, 501, 2 ** 32 - 1]);
 

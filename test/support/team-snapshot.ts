@@ -4,7 +4,8 @@ import type { Queryable } from "../../server/store/database.js";
 /**
  * Every stored row of one team, read with SQL (not through the API under test), so a test can
  * say exactly what a series of calls changed: members (status, role, mode, token hash, ack
- * cursor), inboxes (last seq), messages, protocol requests, tasks and idempotency keys.
+ * cursor), inboxes (last seq), messages, protocol requests, tasks, leases and idempotency
+ * keys.
  * last_seen_at is left out: it records authenticated calls, refused ones included, by design.
  */
 export interface TeamSnapshot {
@@ -17,6 +18,8 @@ export interface TeamSnapshot {
   tasks: Map<string, TaskSnap>;
   /** `${sender}#${message_id}` of the sends table (idempotency keys). */
   sends: Set<string>;
+  /** `${holder} ${mode} ${resource} until ${expires_at}` of every lease row, lapsed too. */
+  leases: Set<string>;
 }
 
 export interface MemberSnap {
@@ -144,8 +147,15 @@ export async function snapshotTeam(db: Queryable, team: string): Promise<TeamSna
      JOIN members m ON m.id = s.sender_id JOIN teams t ON t.id = m.team_id WHERE t.name = $1`,
     [team],
   );
+  const leases = await db.query<{ line: string }>(
+    `SELECT m.name || ' ' || l.mode || ' ' || l.resource || ' until ' || l.expires_at AS line
+     FROM leases l JOIN members m ON m.id = l.holder_id JOIN teams t ON t.id = l.team_id
+     WHERE t.name = $1`,
+    [team],
+  );
   return {
     team,
+    leases: new Set(leases.map((l) => l.line)),
     members: new Map(
       members.map((m) => [
         m.name,
@@ -226,6 +236,8 @@ export interface TeamDiff {
   goneTasks: string[];
   newSends: string[];
   goneSends: string[];
+  newLeases: string[];
+  goneLeases: string[];
   /** Inboxes whose messages are not exactly seqs 1..last_seq. */
   gaps: string[];
 }
@@ -295,6 +307,8 @@ export function diffSnapshots(before: TeamSnapshot, after: TeamSnapshot): TeamDi
     goneTasks: [...before.tasks.keys()].filter((id) => !after.tasks.has(id)),
     newSends: [...after.sends].filter((s) => !before.sends.has(s)),
     goneSends: [...before.sends].filter((s) => !after.sends.has(s)),
+    newLeases: [...after.leases].filter((l) => !before.leases.has(l)),
+    goneLeases: [...before.leases].filter((l) => !after.leases.has(l)),
     gaps,
   };
 }
@@ -302,6 +316,8 @@ export function diffSnapshots(before: TeamSnapshot, after: TeamSnapshot): TeamDi
 /** Every change of a diff, one line each ([] when the team's rows are unchanged). */
 export function describeDiff(d: TeamDiff): string[] {
   return [
+    ...d.newLeases.map((l) => `new lease: ${l}`),
+    ...d.goneLeases.map((l) => `lease gone or changed: ${l}`),
     ...d.newMembers.map((n) => `new member ${n}`),
     ...[...d.changedMembers].map(
       ([n, c]) =>

@@ -207,3 +207,19 @@ describe("config: the slow-consumer cut (SLOW_CONSUMER_TIMEOUT_MS)", () => {
     expect(printed).toContain("SLOW_CONSUMER_TIMEOUT_MS");
   });
 });
+
+describe("lease ttls", () => {
+  it("default to 10 minutes, at most 4 hours; each read from its variable", () => {
+    expect(parseConfig([], {})).toMatchObject({ leaseTtlDefaultS: 600, leaseTtlMaxS: 14_400 });
+    expect(parseConfig([], { LEASE_TTL_DEFAULT_S: "60", LEASE_TTL_MAX_S: "120" })).toMatchObject({
+      leaseTtlDefaultS: 60,
+      leaseTtlMaxS: 120,
+    });
+  });
+
+  it("refuses a default above the maximum, naming both", () => {
+    expect(() => parseConfig([], { LEASE_TTL_DEFAULT_S: "7200", LEASE_TTL_MAX_S: "3600" })).toThrow(
+      /LEASE_TTL_DEFAULT_S \(7200\) must not exceed LEASE_TTL_MAX_S \(3600\)/,
+    );
+  });
+});

@@ -358,6 +358,22 @@ function unexplainedChanges(
   }
   out.push(...diff.alteredMessages.map((m) => `stored message ${m}`));
 
+  // Leases: each new one taken by a successful AcquireLease of its holder; none of the
+  // storm's lease ids is real, so nothing is renewed, released or broken.
+  const acquired = of(M.acquireLease).map(
+    (s) =>
+      `${caller(s)} ${s.response.lease?.mode === 2 ? "shared" : "exclusive"} ${s.response.lease?.resource}`,
+  );
+  for (const line of diff.newLeases) {
+    const i = acquired.findIndex((a) => line.startsWith(`${a} until `));
+    if (i < 0) out.push(`lease ${line} was taken by no successful AcquireLease`);
+    else acquired.splice(i, 1);
+  }
+  for (const line of diff.goneLeases) {
+    const holder = line.split(" ")[0] ?? "";
+    if (!stopped.has(holder)) out.push(`lease ${line} went, but its holder never stopped`);
+  }
+
   // Tasks: recorded by a successful claim or assignment naming them, or created; moved by an
   // approved request of theirs, given back when their owner stopped, or changed by a
   // successful UpdateTask naming them (its own fields, or what waits on what).

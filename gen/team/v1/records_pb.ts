@@ -6,7 +6,7 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
+import type { AttemptOutcome, LeaseMode, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/records.proto.
  */
 export const file_team_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAki9wIKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIMCgR0ZWFtGAIgASgJEiEKBXN0YXRlGAMgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSDQoFb3duZXIYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHc3ViamVjdBgHIAEoCRITCgtkZXNjcmlwdGlvbhgIIAEoCRITCgthY3RpdmVfZm9ybRgJIAEoCRISCgpibG9ja2VkX2J5GAogAygJEg4KBmJsb2NrcxgLIAMoCRIVCg1vcGVuX2Jsb2NrZXJzGAwgAygJEiUKBnN0YXR1cxgNIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzEg0KBXJlYWR5GA4gASgIEhIKCmNyZWF0ZWRfYnkYDyABKAlCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
+  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIu8CCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLiAQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAki9wIKBFRhc2sSDwoHdGFza19pZBgBIAEoCRIMCgR0ZWFtGAIgASgJEiEKBXN0YXRlGAMgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSDQoFb3duZXIYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHc3ViamVjdBgHIAEoCRITCgtkZXNjcmlwdGlvbhgIIAEoCRITCgthY3RpdmVfZm9ybRgJIAEoCRISCgpibG9ja2VkX2J5GAogAygJEg4KBmJsb2NrcxgLIAMoCRIVCg1vcGVuX2Jsb2NrZXJzGAwgAygJEiUKBnN0YXR1cxgNIAEoDjIVLnRlYW0udjEuVGFza1Byb2dyZXNzEg0KBXJlYWR5GA4gASgIEhIKCmNyZWF0ZWRfYnkYDyABKAkizgEKBUxlYXNlEhAKCGxlYXNlX2lkGAEgASgJEhAKCHJlc291cmNlGAIgASgJEiAKBG1vZGUYAyABKA4yEi50ZWFtLnYxLkxlYXNlTW9kZRIOCgZob2xkZXIYBCABKAkSDgoGcmVhc29uGAUgASgJEi8KC2FjcXVpcmVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
 
 /**
  * A member of a team, as ListMembers shows it. Tokens are never shown here.
@@ -454,4 +454,66 @@ export type Task = Message<"team.v1.Task"> & {
  */
 export const TaskSchema: GenMessage<Task> = /*@__PURE__*/
   messageDesc(file_team_v1_records, 4);
+
+/**
+ * A lease: a member's claim on a resource for a while. A resource is a path glob relative to
+ * the team's repository ("src/parser/**", "README.md") or a named resource ("task:parser",
+ * "db:migrations"). Two leases of different members conflict when their resources overlap
+ * and one of them is exclusive (docs/protocols.md, "Leases", has the overlap rule).
+ *
+ * @generated from message team.v1.Lease
+ */
+export type Lease = Message<"team.v1.Lease"> & {
+  /**
+   * The lease's id, for RenewLease and ReleaseLease.
+   *
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * What it covers.
+   *
+   * @generated from field: string resource = 2;
+   */
+  resource: string;
+
+  /**
+   * @generated from field: team.v1.LeaseMode mode = 3;
+   */
+  mode: LeaseMode;
+
+  /**
+   * The member that holds it.
+   *
+   * @generated from field: string holder = 4;
+   */
+  holder: string;
+
+  /**
+   * Why, in the holder's words ("" if none was given).
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp acquired_at = 6;
+   */
+  acquiredAt?: Timestamp | undefined;
+
+  /**
+   * When it lapses unless renewed. A lapsed lease holds nothing.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 7;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message team.v1.Lease.
+ * Use `create(LeaseSchema)` to create a new message.
+ */
+export const LeaseSchema: GenMessage<Lease> = /*@__PURE__*/
+  messageDesc(file_team_v1_records, 5);
 

@@ -6,13 +6,13 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, MemberRole, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
+import type { AttemptOutcome, LeaseMode, MemberRole, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { TeamEvent } from "./feed_pb.js";
 import { file_team_v1_feed } from "./feed_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
-import type { Attempt, Envelope, Member, RequestRecord, Task } from "./records_pb.js";
+import type { Attempt, Envelope, Lease, Member, RequestRecord, Task } from "./records_pb.js";
 import { file_team_v1_records } from "./records_pb.js";
 import { file_team_v1_rule_violation } from "./rule_violation_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -21,7 +21,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/team_service.proto.
  */
 export const file_team_v1_team_service: GenFile = /*@__PURE__*/
-  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIkChJSb3RhdGVUb2tlblJlcXVlc3QSDgoGbWVtYmVyGAEgASgJIkUKE1JvdGF0ZVRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSHwoGbWVtYmVyGAIgASgLMg8udGVhbS52MS5NZW1iZXIiIQoRRGVsZXRlVGVhbVJlcXVlc3QSDAoEdGVhbRgBIAEoCSItChJEZWxldGVUZWFtUmVzcG9uc2USFwoPbWVtYmVyc19yZW1vdmVkGAEgASgNIhQKEkxpc3RNZW1iZXJzUmVxdWVzdCJSChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiAKB21lbWJlcnMYASADKAsyDy50ZWFtLnYxLk1lbWJlchILCgN5b3UYAiABKAkSDAoEdGVhbRgDIAEoCSJ4CgtTZW5kUmVxdWVzdBIKCgJ0bxgBIAEoCRIhCgdtZXNzYWdlGAIgASgLMhAudGVhbS52MS5NZXNzYWdlEhIKCm1lc3NhZ2VfaWQYAyABKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIiMKCERlbGl2ZXJ5EgoKAnRvGAEgASgJEgsKA3NlcRgCIAEoBCJoCgxTZW5kUmVzcG9uc2USCwoDc2VxGAEgASgEEhIKCnJlcXVlc3RfaWQYAiABKAkSJQoKZGVsaXZlcmllcxgDIAMoCzIRLnRlYW0udjEuRGVsaXZlcnkSEAoIcmVwbGF5ZWQYBCABKAgiOAoQU3Vic2NyaWJlUmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBAUIMCgpfYWZ0ZXJfc2VxIh0KCUhlYXJ0YmVhdBIQCghsYXN0X3NlcRgBIAEoBCJsChFTdWJzY3JpYmVSZXNwb25zZRIlCghlbnZlbG9wZRgBIAEoCzIRLnRlYW0udjEuRW52ZWxvcGVIABInCgloZWFydGJlYXQYAiABKAsyEi50ZWFtLnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IlQKEFJlYWRJbmJveFJlcXVlc3QSFgoJYWZ0ZXJfc2VxGAEgASgESACIAQESDQoFbGltaXQYAiABKA0SCwoDYWNrGAMgASgIQgwKCl9hZnRlcl9zZXEiXgoRUmVhZEluYm94UmVzcG9uc2USJAoJZW52ZWxvcGVzGAEgAygLMhEudGVhbS52MS5FbnZlbG9wZRIRCglhY2tlZF9zZXEYAiABKAQSEAoIbGFzdF9zZXEYAyABKAQiGQoKQWNrUmVxdWVzdBILCgNzZXEYASABKAQiIAoLQWNrUmVzcG9uc2USEQoJYWNrZWRfc2VxGAEgASgEIicKEUdldFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiPQoSR2V0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQilwEKE0xpc3RSZXF1ZXN0c1JlcXVlc3QSJgoGc3RhdHVzGAEgASgOMhYudGVhbS52MS5SZXF1ZXN0U3RhdHVzEiIKBGtpbmQYAiABKA4yFC50ZWFtLnYxLlJlcXVlc3RLaW5kEg0KBXBhcnR5GAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlkKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEigKCHJlcXVlc3RzGAEgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzChFDcmVhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg8KB3N1YmplY3QYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEwoLYWN0aXZlX2Zvcm0YBCABKAkSEgoKYmxvY2tlZF9ieRgFIAMoCSIxChJDcmVhdGVUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzayKfAgoRVXBkYXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIUCgdzdWJqZWN0GAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARIYCgthY3RpdmVfZm9ybRgEIAEoCUgCiAEBEhYKDmFkZF9ibG9ja2VkX2J5GAUgAygJEhkKEXJlbW92ZV9ibG9ja2VkX2J5GAYgAygJEhIKCmFkZF9ibG9ja3MYByADKAkSFQoNcmVtb3ZlX2Jsb2NrcxgIIAMoCRIlCgZzdGF0dXMYCSABKA4yFS50ZWFtLnYxLlRhc2tQcm9ncmVzc0IKCghfc3ViamVjdEIOCgxfZGVzY3JpcHRpb25CDgoMX2FjdGl2ZV9mb3JtIjEKElVwZGF0ZVRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrIiQKEURlbGV0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiMQoSRGVsZXRlVGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2siIQoOR2V0VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJXCg9HZXRUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzaxInCgdoaXN0b3J5GAIgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIrIBChBMaXN0VGFza3NSZXF1ZXN0Eg0KBW93bmVyGAEgASgJEiEKBXN0YXRlGAIgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcmVhZHkYBSABKAgSDwoHYmxvY2tlZBgGIAEoCBIlCgZzdGF0dXMYByABKA4yFS50ZWFtLnYxLlRhc2tQcm9ncmVzcyJKChFMaXN0VGFza3NSZXNwb25zZRIcCgV0YXNrcxgBIAMoCzINLnRlYW0udjEuVGFzaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVQoTQXdhaXRSZXF1ZXN0UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEioKB3RpbWVvdXQYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPwoUQXdhaXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCIqChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJIkAKFUNhbmNlbFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIooBChNMaXN0QXR0ZW1wdHNSZXF1ZXN0Eg4KBm1lbWJlchgBIAEoCRIoCgdvdXRjb21lGAIgASgOMhcudGVhbS52MS5BdHRlbXB0T3V0Y29tZRISCgpyZXF1ZXN0X2lkGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlMKFExpc3RBdHRlbXB0c1Jlc3BvbnNlEiIKCGF0dGVtcHRzGAEgAygLMhAudGVhbS52MS5BdHRlbXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJKChBXYXRjaFRlYW1SZXF1ZXN0Eg4KBmN1cnNvchgBIAEoCRIQCghmcm9tX25vdxgCIAEoCBIUCgxoaXN0b3J5X29ubHkYAyABKAgiEAoOV2F0Y2hIZWFydGJlYXQifgoRV2F0Y2hUZWFtUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEiMKBWV2ZW50GAIgASgLMhIudGVhbS52MS5UZWFtRXZlbnRIABIsCgloZWFydGJlYXQYAyABKAsyFy50ZWFtLnYxLldhdGNoSGVhcnRiZWF0SABCBgoEa2luZDLMCwoLVGVhbVNlcnZpY2USRQoKQ3JlYXRlVGVhbRIaLnRlYW0udjEuQ3JlYXRlVGVhbVJlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJCCglBZGRNZW1iZXISGS50ZWFtLnYxLkFkZE1lbWJlclJlcXVlc3QaGi50ZWFtLnYxLkFkZE1lbWJlclJlc3BvbnNlEksKDFJlbW92ZU1lbWJlchIcLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBodLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USSAoLTGlzdE1lbWJlcnMSGy50ZWFtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBocLnRlYW0udjEuTGlzdE1lbWJlcnNSZXNwb25zZRJICgtSb3RhdGVUb2tlbhIbLnRlYW0udjEuUm90YXRlVG9rZW5SZXF1ZXN0GhwudGVhbS52MS5Sb3RhdGVUb2tlblJlc3BvbnNlEkUKCkRlbGV0ZVRlYW0SGi50ZWFtLnYxLkRlbGV0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUZWFtUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRQoKQ3JlYXRlVGFzaxIaLnRlYW0udjEuQ3JlYXRlVGFza1JlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRhc2tSZXNwb25zZRJFCgpVcGRhdGVUYXNrEhoudGVhbS52MS5VcGRhdGVUYXNrUmVxdWVzdBobLnRlYW0udjEuVXBkYXRlVGFza1Jlc3BvbnNlEkUKCkRlbGV0ZVRhc2sSGi50ZWFtLnYxLkRlbGV0ZVRhc2tSZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUYXNrUmVzcG9uc2USPAoHR2V0VGFzaxIXLnRlYW0udjEuR2V0VGFza1JlcXVlc3QaGC50ZWFtLnYxLkdldFRhc2tSZXNwb25zZRJCCglMaXN0VGFza3MSGS50ZWFtLnYxLkxpc3RUYXNrc1JlcXVlc3QaGi50ZWFtLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEksKDExpc3RBdHRlbXB0cxIcLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVxdWVzdBodLnRlYW0udjEuTGlzdEF0dGVtcHRzUmVzcG9uc2USRAoJV2F0Y2hUZWFtEhkudGVhbS52MS5XYXRjaFRlYW1SZXF1ZXN0GhoudGVhbS52MS5XYXRjaFRlYW1SZXNwb25zZTABQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
+  fileDesc("Chp0ZWFtL3YxL3RlYW1fc2VydmljZS5wcm90bxIHdGVhbS52MSJrChFDcmVhdGVUZWFtUmVxdWVzdBIMCgR0ZWFtGAEgASgJEhEKCWxlYWRfbmFtZRgCIAEoCRI1ChRsZWFkX3Blcm1pc3Npb25fbW9kZRgDIAEoDjIXLnRlYW0udjEuUGVybWlzc2lvbk1vZGUiQgoSQ3JlYXRlVGVhbVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh0KBGxlYWQYAiABKAsyDy50ZWFtLnYxLk1lbWJlciJ1ChBBZGRNZW1iZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAIgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIhCgRyb2xlGAMgASgOMhMudGVhbS52MS5NZW1iZXJSb2xlIkMKEUFkZE1lbWJlclJlc3BvbnNlEg0KBXRva2VuGAEgASgJEh8KBm1lbWJlchgCIAEoCzIPLnRlYW0udjEuTWVtYmVyIiMKE1JlbW92ZU1lbWJlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSI3ChRSZW1vdmVNZW1iZXJSZXNwb25zZRIfCgZtZW1iZXIYASABKAsyDy50ZWFtLnYxLk1lbWJlciIkChJSb3RhdGVUb2tlblJlcXVlc3QSDgoGbWVtYmVyGAEgASgJIkUKE1JvdGF0ZVRva2VuUmVzcG9uc2USDQoFdG9rZW4YASABKAkSHwoGbWVtYmVyGAIgASgLMg8udGVhbS52MS5NZW1iZXIiIQoRRGVsZXRlVGVhbVJlcXVlc3QSDAoEdGVhbRgBIAEoCSItChJEZWxldGVUZWFtUmVzcG9uc2USFwoPbWVtYmVyc19yZW1vdmVkGAEgASgNIhQKEkxpc3RNZW1iZXJzUmVxdWVzdCJSChNMaXN0TWVtYmVyc1Jlc3BvbnNlEiAKB21lbWJlcnMYASADKAsyDy50ZWFtLnYxLk1lbWJlchILCgN5b3UYAiABKAkSDAoEdGVhbRgDIAEoCSJ4CgtTZW5kUmVxdWVzdBIKCgJ0bxgBIAEoCRIhCgdtZXNzYWdlGAIgASgLMhAudGVhbS52MS5NZXNzYWdlEhIKCm1lc3NhZ2VfaWQYAyABKAkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIiMKCERlbGl2ZXJ5EgoKAnRvGAEgASgJEgsKA3NlcRgCIAEoBCJoCgxTZW5kUmVzcG9uc2USCwoDc2VxGAEgASgEEhIKCnJlcXVlc3RfaWQYAiABKAkSJQoKZGVsaXZlcmllcxgDIAMoCzIRLnRlYW0udjEuRGVsaXZlcnkSEAoIcmVwbGF5ZWQYBCABKAgiOAoQU3Vic2NyaWJlUmVxdWVzdBIWCglhZnRlcl9zZXEYASABKARIAIgBAUIMCgpfYWZ0ZXJfc2VxIh0KCUhlYXJ0YmVhdBIQCghsYXN0X3NlcRgBIAEoBCJsChFTdWJzY3JpYmVSZXNwb25zZRIlCghlbnZlbG9wZRgBIAEoCzIRLnRlYW0udjEuRW52ZWxvcGVIABInCgloZWFydGJlYXQYAiABKAsyEi50ZWFtLnYxLkhlYXJ0YmVhdEgAQgcKBWV2ZW50IlQKEFJlYWRJbmJveFJlcXVlc3QSFgoJYWZ0ZXJfc2VxGAEgASgESACIAQESDQoFbGltaXQYAiABKA0SCwoDYWNrGAMgASgIQgwKCl9hZnRlcl9zZXEiXgoRUmVhZEluYm94UmVzcG9uc2USJAoJZW52ZWxvcGVzGAEgAygLMhEudGVhbS52MS5FbnZlbG9wZRIRCglhY2tlZF9zZXEYAiABKAQSEAoIbGFzdF9zZXEYAyABKAQiGQoKQWNrUmVxdWVzdBILCgNzZXEYASABKAQiIAoLQWNrUmVzcG9uc2USEQoJYWNrZWRfc2VxGAEgASgEIicKEUdldFJlcXVlc3RSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkiPQoSR2V0UmVxdWVzdFJlc3BvbnNlEicKB3JlcXVlc3QYASABKAsyFi50ZWFtLnYxLlJlcXVlc3RSZWNvcmQilwEKE0xpc3RSZXF1ZXN0c1JlcXVlc3QSJgoGc3RhdHVzGAEgASgOMhYudGVhbS52MS5SZXF1ZXN0U3RhdHVzEiIKBGtpbmQYAiABKA4yFC50ZWFtLnYxLlJlcXVlc3RLaW5kEg0KBXBhcnR5GAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlkKFExpc3RSZXF1ZXN0c1Jlc3BvbnNlEigKCHJlcXVlc3RzGAEgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJzChFDcmVhdGVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg8KB3N1YmplY3QYAiABKAkSEwoLZGVzY3JpcHRpb24YAyABKAkSEwoLYWN0aXZlX2Zvcm0YBCABKAkSEgoKYmxvY2tlZF9ieRgFIAMoCSIxChJDcmVhdGVUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzayKfAgoRVXBkYXRlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIUCgdzdWJqZWN0GAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARIYCgthY3RpdmVfZm9ybRgEIAEoCUgCiAEBEhYKDmFkZF9ibG9ja2VkX2J5GAUgAygJEhkKEXJlbW92ZV9ibG9ja2VkX2J5GAYgAygJEhIKCmFkZF9ibG9ja3MYByADKAkSFQoNcmVtb3ZlX2Jsb2NrcxgIIAMoCRIlCgZzdGF0dXMYCSABKA4yFS50ZWFtLnYxLlRhc2tQcm9ncmVzc0IKCghfc3ViamVjdEIOCgxfZGVzY3JpcHRpb25CDgoMX2FjdGl2ZV9mb3JtIjEKElVwZGF0ZVRhc2tSZXNwb25zZRIbCgR0YXNrGAEgASgLMg0udGVhbS52MS5UYXNrIiQKEURlbGV0ZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkiMQoSRGVsZXRlVGFza1Jlc3BvbnNlEhsKBHRhc2sYASABKAsyDS50ZWFtLnYxLlRhc2siIQoOR2V0VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJXCg9HZXRUYXNrUmVzcG9uc2USGwoEdGFzaxgBIAEoCzINLnRlYW0udjEuVGFzaxInCgdoaXN0b3J5GAIgAygLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIrIBChBMaXN0VGFza3NSZXF1ZXN0Eg0KBW93bmVyGAEgASgJEiEKBXN0YXRlGAIgASgOMhIudGVhbS52MS5UYXNrU3RhdGUSEQoJcGFnZV9zaXplGAMgASgNEhIKCnBhZ2VfdG9rZW4YBCABKAkSDQoFcmVhZHkYBSABKAgSDwoHYmxvY2tlZBgGIAEoCBIlCgZzdGF0dXMYByABKA4yFS50ZWFtLnYxLlRhc2tQcm9ncmVzcyJKChFMaXN0VGFza3NSZXNwb25zZRIcCgV0YXNrcxgBIAMoCzINLnRlYW0udjEuVGFzaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiVQoTQXdhaXRSZXF1ZXN0UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEioKB3RpbWVvdXQYAiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iPwoUQXdhaXRSZXF1ZXN0UmVzcG9uc2USJwoHcmVxdWVzdBgBIAEoCzIWLnRlYW0udjEuUmVxdWVzdFJlY29yZCIqChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJIkAKFUNhbmNlbFJlcXVlc3RSZXNwb25zZRInCgdyZXF1ZXN0GAEgASgLMhYudGVhbS52MS5SZXF1ZXN0UmVjb3JkIooBChNMaXN0QXR0ZW1wdHNSZXF1ZXN0Eg4KBm1lbWJlchgBIAEoCRIoCgdvdXRjb21lGAIgASgOMhcudGVhbS52MS5BdHRlbXB0T3V0Y29tZRISCgpyZXF1ZXN0X2lkGAMgASgJEhEKCXBhZ2Vfc2l6ZRgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIlMKFExpc3RBdHRlbXB0c1Jlc3BvbnNlEiIKCGF0dGVtcHRzGAEgAygLMhAudGVhbS52MS5BdHRlbXB0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJKChBXYXRjaFRlYW1SZXF1ZXN0Eg4KBmN1cnNvchgBIAEoCRIQCghmcm9tX25vdxgCIAEoCBIUCgxoaXN0b3J5X29ubHkYAyABKAgiEAoOV2F0Y2hIZWFydGJlYXQifgoRV2F0Y2hUZWFtUmVzcG9uc2USDgoGY3Vyc29yGAEgASgJEiMKBWV2ZW50GAIgASgLMhIudGVhbS52MS5UZWFtRXZlbnRIABIsCgloZWFydGJlYXQYAyABKAsyFy50ZWFtLnYxLldhdGNoSGVhcnRiZWF0SABCBgoEa2luZCJuChNBY3F1aXJlTGVhc2VSZXF1ZXN0EhAKCHJlc291cmNlGAEgASgJEiAKBG1vZGUYAiABKA4yEi50ZWFtLnYxLkxlYXNlTW9kZRITCgt0dGxfc2Vjb25kcxgDIAEoDRIOCgZyZWFzb24YBCABKAkiNQoUQWNxdWlyZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi50ZWFtLnYxLkxlYXNlIjoKEVJlbmV3TGVhc2VSZXF1ZXN0EhAKCGxlYXNlX2lkGAEgASgJEhMKC3R0bF9zZWNvbmRzGAIgASgNIjMKElJlbmV3TGVhc2VSZXNwb25zZRIdCgVsZWFzZRgBIAEoCzIOLnRlYW0udjEuTGVhc2UiNwoTUmVsZWFzZUxlYXNlUmVxdWVzdBIQCghsZWFzZV9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiNQoUUmVsZWFzZUxlYXNlUmVzcG9uc2USHQoFbGVhc2UYASABKAsyDi50ZWFtLnYxLkxlYXNlIjUKEUxpc3RMZWFzZXNSZXF1ZXN0Eg4KBmhvbGRlchgBIAEoCRIQCghyZXNvdXJjZRgCIAEoCSI0ChJMaXN0TGVhc2VzUmVzcG9uc2USHgoGbGVhc2VzGAEgAygLMg4udGVhbS52MS5MZWFzZTL0DQoLVGVhbVNlcnZpY2USRQoKQ3JlYXRlVGVhbRIaLnRlYW0udjEuQ3JlYXRlVGVhbVJlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRlYW1SZXNwb25zZRJCCglBZGRNZW1iZXISGS50ZWFtLnYxLkFkZE1lbWJlclJlcXVlc3QaGi50ZWFtLnYxLkFkZE1lbWJlclJlc3BvbnNlEksKDFJlbW92ZU1lbWJlchIcLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVxdWVzdBodLnRlYW0udjEuUmVtb3ZlTWVtYmVyUmVzcG9uc2USSAoLTGlzdE1lbWJlcnMSGy50ZWFtLnYxLkxpc3RNZW1iZXJzUmVxdWVzdBocLnRlYW0udjEuTGlzdE1lbWJlcnNSZXNwb25zZRJICgtSb3RhdGVUb2tlbhIbLnRlYW0udjEuUm90YXRlVG9rZW5SZXF1ZXN0GhwudGVhbS52MS5Sb3RhdGVUb2tlblJlc3BvbnNlEkUKCkRlbGV0ZVRlYW0SGi50ZWFtLnYxLkRlbGV0ZVRlYW1SZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUZWFtUmVzcG9uc2USMwoEU2VuZBIULnRlYW0udjEuU2VuZFJlcXVlc3QaFS50ZWFtLnYxLlNlbmRSZXNwb25zZRJECglTdWJzY3JpYmUSGS50ZWFtLnYxLlN1YnNjcmliZVJlcXVlc3QaGi50ZWFtLnYxLlN1YnNjcmliZVJlc3BvbnNlMAESQgoJUmVhZEluYm94EhkudGVhbS52MS5SZWFkSW5ib3hSZXF1ZXN0GhoudGVhbS52MS5SZWFkSW5ib3hSZXNwb25zZRIwCgNBY2sSEy50ZWFtLnYxLkFja1JlcXVlc3QaFC50ZWFtLnYxLkFja1Jlc3BvbnNlEkUKCkdldFJlcXVlc3QSGi50ZWFtLnYxLkdldFJlcXVlc3RSZXF1ZXN0GhsudGVhbS52MS5HZXRSZXF1ZXN0UmVzcG9uc2USSwoMTGlzdFJlcXVlc3RzEhwudGVhbS52MS5MaXN0UmVxdWVzdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0UmVxdWVzdHNSZXNwb25zZRJLCgxBd2FpdFJlcXVlc3QSHC50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlcXVlc3QaHS50ZWFtLnYxLkF3YWl0UmVxdWVzdFJlc3BvbnNlEk4KDUNhbmNlbFJlcXVlc3QSHS50ZWFtLnYxLkNhbmNlbFJlcXVlc3RSZXF1ZXN0Gh4udGVhbS52MS5DYW5jZWxSZXF1ZXN0UmVzcG9uc2USRQoKQ3JlYXRlVGFzaxIaLnRlYW0udjEuQ3JlYXRlVGFza1JlcXVlc3QaGy50ZWFtLnYxLkNyZWF0ZVRhc2tSZXNwb25zZRJFCgpVcGRhdGVUYXNrEhoudGVhbS52MS5VcGRhdGVUYXNrUmVxdWVzdBobLnRlYW0udjEuVXBkYXRlVGFza1Jlc3BvbnNlEkUKCkRlbGV0ZVRhc2sSGi50ZWFtLnYxLkRlbGV0ZVRhc2tSZXF1ZXN0GhsudGVhbS52MS5EZWxldGVUYXNrUmVzcG9uc2USPAoHR2V0VGFzaxIXLnRlYW0udjEuR2V0VGFza1JlcXVlc3QaGC50ZWFtLnYxLkdldFRhc2tSZXNwb25zZRJCCglMaXN0VGFza3MSGS50ZWFtLnYxLkxpc3RUYXNrc1JlcXVlc3QaGi50ZWFtLnYxLkxpc3RUYXNrc1Jlc3BvbnNlEksKDEFjcXVpcmVMZWFzZRIcLnRlYW0udjEuQWNxdWlyZUxlYXNlUmVxdWVzdBodLnRlYW0udjEuQWNxdWlyZUxlYXNlUmVzcG9uc2USRQoKUmVuZXdMZWFzZRIaLnRlYW0udjEuUmVuZXdMZWFzZVJlcXVlc3QaGy50ZWFtLnYxLlJlbmV3TGVhc2VSZXNwb25zZRJLCgxSZWxlYXNlTGVhc2USHC50ZWFtLnYxLlJlbGVhc2VMZWFzZVJlcXVlc3QaHS50ZWFtLnYxLlJlbGVhc2VMZWFzZVJlc3BvbnNlEkUKCkxpc3RMZWFzZXMSGi50ZWFtLnYxLkxpc3RMZWFzZXNSZXF1ZXN0GhsudGVhbS52MS5MaXN0TGVhc2VzUmVzcG9uc2USSwoMTGlzdEF0dGVtcHRzEhwudGVhbS52MS5MaXN0QXR0ZW1wdHNSZXF1ZXN0Gh0udGVhbS52MS5MaXN0QXR0ZW1wdHNSZXNwb25zZRJECglXYXRjaFRlYW0SGS50ZWFtLnYxLldhdGNoVGVhbVJlcXVlc3QaGi50ZWFtLnYxLldhdGNoVGVhbVJlc3BvbnNlMAFCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_duration, file_team_v1_enums, file_team_v1_feed, file_team_v1_message, file_team_v1_records, file_team_v1_rule_violation]);
 
 /**
  * @generated from message team.v1.CreateTeamRequest
@@ -1307,6 +1307,190 @@ export const WatchTeamResponseSchema: GenMessage<WatchTeamResponse> = /*@__PURE_
   messageDesc(file_team_v1_team_service, 44);
 
 /**
+ * @generated from message team.v1.AcquireLeaseRequest
+ */
+export type AcquireLeaseRequest = Message<"team.v1.AcquireLeaseRequest"> & {
+  /**
+   * A path glob relative to the repository, or kind:name.
+   *
+   * @generated from field: string resource = 1;
+   */
+  resource: string;
+
+  /**
+   * Unspecified means exclusive.
+   *
+   * @generated from field: team.v1.LeaseMode mode = 2;
+   */
+  mode: LeaseMode;
+
+  /**
+   * 0 for the configured default.
+   *
+   * @generated from field: uint32 ttl_seconds = 3;
+   */
+  ttlSeconds: number;
+
+  /**
+   * Why you need it: shown to whoever is refused (at most 500 characters).
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message team.v1.AcquireLeaseRequest.
+ * Use `create(AcquireLeaseRequestSchema)` to create a new message.
+ */
+export const AcquireLeaseRequestSchema: GenMessage<AcquireLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 45);
+
+/**
+ * @generated from message team.v1.AcquireLeaseResponse
+ */
+export type AcquireLeaseResponse = Message<"team.v1.AcquireLeaseResponse"> & {
+  /**
+   * @generated from field: team.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+};
+
+/**
+ * Describes the message team.v1.AcquireLeaseResponse.
+ * Use `create(AcquireLeaseResponseSchema)` to create a new message.
+ */
+export const AcquireLeaseResponseSchema: GenMessage<AcquireLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 46);
+
+/**
+ * @generated from message team.v1.RenewLeaseRequest
+ */
+export type RenewLeaseRequest = Message<"team.v1.RenewLeaseRequest"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * 0 for the configured default.
+   *
+   * @generated from field: uint32 ttl_seconds = 2;
+   */
+  ttlSeconds: number;
+};
+
+/**
+ * Describes the message team.v1.RenewLeaseRequest.
+ * Use `create(RenewLeaseRequestSchema)` to create a new message.
+ */
+export const RenewLeaseRequestSchema: GenMessage<RenewLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 47);
+
+/**
+ * @generated from message team.v1.RenewLeaseResponse
+ */
+export type RenewLeaseResponse = Message<"team.v1.RenewLeaseResponse"> & {
+  /**
+   * @generated from field: team.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+};
+
+/**
+ * Describes the message team.v1.RenewLeaseResponse.
+ * Use `create(RenewLeaseResponseSchema)` to create a new message.
+ */
+export const RenewLeaseResponseSchema: GenMessage<RenewLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 48);
+
+/**
+ * @generated from message team.v1.ReleaseLeaseRequest
+ */
+export type ReleaseLeaseRequest = Message<"team.v1.ReleaseLeaseRequest"> & {
+  /**
+   * @generated from field: string lease_id = 1;
+   */
+  leaseId: string;
+
+  /**
+   * Why (the lead breaking another member's lease must say why: it is told to the holder).
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message team.v1.ReleaseLeaseRequest.
+ * Use `create(ReleaseLeaseRequestSchema)` to create a new message.
+ */
+export const ReleaseLeaseRequestSchema: GenMessage<ReleaseLeaseRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 49);
+
+/**
+ * @generated from message team.v1.ReleaseLeaseResponse
+ */
+export type ReleaseLeaseResponse = Message<"team.v1.ReleaseLeaseResponse"> & {
+  /**
+   * The lease as it was when released.
+   *
+   * @generated from field: team.v1.Lease lease = 1;
+   */
+  lease?: Lease | undefined;
+};
+
+/**
+ * Describes the message team.v1.ReleaseLeaseResponse.
+ * Use `create(ReleaseLeaseResponseSchema)` to create a new message.
+ */
+export const ReleaseLeaseResponseSchema: GenMessage<ReleaseLeaseResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 50);
+
+/**
+ * @generated from message team.v1.ListLeasesRequest
+ */
+export type ListLeasesRequest = Message<"team.v1.ListLeasesRequest"> & {
+  /**
+   * Only this member's leases.
+   *
+   * @generated from field: string holder = 1;
+   */
+  holder: string;
+
+  /**
+   * Only leases overlapping this resource (a path, a glob or kind:name).
+   *
+   * @generated from field: string resource = 2;
+   */
+  resource: string;
+};
+
+/**
+ * Describes the message team.v1.ListLeasesRequest.
+ * Use `create(ListLeasesRequestSchema)` to create a new message.
+ */
+export const ListLeasesRequestSchema: GenMessage<ListLeasesRequest> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 51);
+
+/**
+ * @generated from message team.v1.ListLeasesResponse
+ */
+export type ListLeasesResponse = Message<"team.v1.ListLeasesResponse"> & {
+  /**
+   * @generated from field: repeated team.v1.Lease leases = 1;
+   */
+  leases: Lease[];
+};
+
+/**
+ * Describes the message team.v1.ListLeasesResponse.
+ * Use `create(ListLeasesResponseSchema)` to create a new message.
+ */
+export const ListLeasesResponseSchema: GenMessage<ListLeasesResponse> = /*@__PURE__*/
+  messageDesc(file_team_v1_team_service, 52);
+
+/**
  * TeamService gives a team of agents (one lead, any number of teammates) durable
  * inboxes and server-enforced request-response protocols.
  *
@@ -1540,6 +1724,51 @@ export const TeamService: GenService<{
     methodKind: "unary";
     input: typeof ListTasksRequestSchema;
     output: typeof ListTasksResponseSchema;
+  },
+  /**
+   * Any active member but an observer. Takes a lease on a resource for ttl_seconds (default
+   * and maximum configured: LEASE_TTL_DEFAULT_S, LEASE_TTL_MAX_S). Refused with lease-held,
+   * naming the holder, its resource and when it expires, when another member holds an
+   * overlapping lease and either is exclusive. Of racing acquires of overlapping resources
+   * exactly one is held.
+   *
+   * @generated from rpc team.v1.TeamService.AcquireLease
+   */
+  acquireLease: {
+    methodKind: "unary";
+    input: typeof AcquireLeaseRequestSchema;
+    output: typeof AcquireLeaseResponseSchema;
+  },
+  /**
+   * The holder only. Extends its lease to now + ttl_seconds (same default and maximum).
+   *
+   * @generated from rpc team.v1.TeamService.RenewLease
+   */
+  renewLease: {
+    methodKind: "unary";
+    input: typeof RenewLeaseRequestSchema;
+    output: typeof RenewLeaseResponseSchema;
+  },
+  /**
+   * The holder, or the lead (which breaks it: the holder is told, and the journal records it).
+   *
+   * @generated from rpc team.v1.TeamService.ReleaseLease
+   */
+  releaseLease: {
+    methodKind: "unary";
+    input: typeof ReleaseLeaseRequestSchema;
+    output: typeof ReleaseLeaseResponseSchema;
+  },
+  /**
+   * Any member. The team's unexpired leases, oldest first, filtered by holder or by a resource
+   * they overlap.
+   *
+   * @generated from rpc team.v1.TeamService.ListLeases
+   */
+  listLeases: {
+    methodKind: "unary";
+    input: typeof ListLeasesRequestSchema;
+    output: typeof ListLeasesResponseSchema;
   },
   /**
    * Lists the protocol journal: every protocol step a member attempted (a Send of a

@@ -16,6 +16,7 @@ const OBSERVER_MAY = new Set<unknown>([
   M.watchTeam,
   M.getTask,
   M.listTasks,
+  M.listLeases,
 ]);
 
 /**
@@ -32,7 +33,7 @@ export const observerReadOnly: Rule = {
       sentence: inbox
         ? `an observer has no inbox (${method.name}): WatchTeam shows everything the team stores`
         : `an observer is read-only: ${method.name} is refused (it may ListMembers, ListRequests, ` +
-          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask, ListTasks and RotateToken its own token)",
+          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask, ListTasks, ListLeases and RotateToken its own token)",
     };
   },
 };

@@ -1,0 +1,203 @@
+import { Code } from "@connectrpc/connect";
+import { expect, it } from "vitest";
+import { LeaseMode, MemberRole } from "../../gen/team/v1/enums_pb.js";
+import { describeEachDatabase, raceTitle } from "../support/harness.js";
+import { inbox, refused, shutdownRequest, shutdownResponse } from "../support/protocol-helpers.js";
+import { eventually, sleep } from "../support/wait.js";
+
+const EXCLUSIVE = LeaseMode.EXCLUSIVE;
+const SHARED = LeaseMode.SHARED;
+
+/**
+ * Leases over a live server, on both databases: who holds what, the refusal that names the
+ * holder, racing acquires, renew, release and the lead's break, expiry, and release when a
+ * member stops. A short default ttl (0.4 s) lets expiry happen within a test.
+ */
+describeEachDatabase(
+  "leases",
+  (env, kind) => {
+    it("an overlapping exclusive acquire is refused lease-held, naming the holder, its resource, reason and expiry; a disjoint one is held", async () => {
+      const t = await env().team("alice", "bob");
+      const alice = t.member("alice").client;
+      const bob = t.member("bob").client;
+      const { lease } = await alice.acquireLease({
+        resource: "src/parser/**",
+        mode: EXCLUSIVE,
+        ttlSeconds: 60,
+        reason: "rewriting the lexer",
+      });
+      expect(lease).toMatchObject({ holder: "alice", resource: "src/parser/**", mode: EXCLUSIVE });
+      const r = await refused(() =>
+        bob.acquireLease({ resource: "src/parser/lexer.ts", mode: SHARED, ttlSeconds: 60 }),
+      );
+      expect([r.code, r.detail?.rule]).toEqual([Code.FailedPrecondition, "lease-held"]);
+      expect(r.message).toContain('alice holds an exclusive lease on "src/parser/**"');
+      expect(r.message).toContain("rewriting the lexer");
+      expect(r.message).toContain(lease?.expiresAt ? "until 20" : "?");
+      // Disjoint: held at once.
+      const other = await bob.acquireLease({
+        resource: "docs/**",
+        mode: EXCLUSIVE,
+        ttlSeconds: 60,
+      });
+      expect(other.lease?.holder).toBe("bob");
+      // A member's own leases never conflict with each other.
+      await alice.acquireLease({
+        resource: "src/parser/lexer.ts",
+        mode: EXCLUSIVE,
+        ttlSeconds: 60,
+      });
+      const listed = await t.lead.listLeases({});
+      expect(listed.leases.map((l) => [l.holder, l.resource])).toEqual([
+        ["alice", "src/parser/**"],
+        ["bob", "docs/**"],
+        ["alice", "src/parser/lexer.ts"],
+      ]);
+      expect(
+        (await t.lead.listLeases({ resource: "src/parser/x.ts" })).leases.map((l) => l.resource),
+      ).toEqual(["src/parser/**"]);
+      expect((await t.lead.listLeases({ holder: "bob" })).leases.map((l) => l.resource)).toEqual([
+        "docs/**",
+      ]);
+    });
+
+    it("shared leases share; an exclusive one is refused while any overlapping shared one is held", async () => {
+      const t = await env().team("alice", "bob", "carol");
+      await t.member("alice").client.acquireLease({ resource: "db:migrations", mode: SHARED });
+      await t.member("bob").client.acquireLease({ resource: "db:migrations", mode: SHARED });
+      const r = await refused(() =>
+        t.member("carol").client.acquireLease({ resource: "db:migrations", mode: EXCLUSIVE }),
+      );
+      expect(r.detail?.rule).toBe("lease-held");
+      expect(r.message).toMatch(/(alice|bob) holds a shared lease on "db:migrations"/);
+    });
+
+    it(
+      raceTitle(kind, "20 members acquire overlapping globs at once: exactly one holds"),
+      async () => {
+        const names = Array.from({ length: 20 }, (_, i) => `m${i}`);
+        const t = await env().team(...names);
+        const globs = ["src/**", "src/a/**", "src/a/b.ts", "**/b.ts", "src/*/b.ts"];
+        const results = await Promise.allSettled(
+          names.map((n, i) =>
+            t.member(n).client.acquireLease({
+              resource: globs[i % globs.length] ?? "src/**",
+              mode: EXCLUSIVE,
+              ttlSeconds: 60,
+            }),
+          ),
+        );
+        const held = results.filter((r) => r.status === "fulfilled");
+        expect(held).toHaveLength(1);
+        for (const r of results) {
+          if (r.status === "rejected") expect(String(r.reason)).toMatch(/lease-held/);
+        }
+        expect((await t.lead.listLeases({})).leases).toHaveLength(1);
+      },
+    );
+
+    it("renew extends the holder's lease; only the holder renews; only the holder releases, the lead breaks with a reason the holder is told", async () => {
+      const t = await env().team("alice", "bob");
+      const alice = t.member("alice").client;
+      const bob = t.member("bob").client;
+      const { lease } = await alice.acquireLease({ resource: "README.md", ttlSeconds: 5 });
+      const id = lease?.leaseId ?? "";
+      const renewed = await alice.renewLease({ leaseId: id, ttlSeconds: 60 });
+      expect(Number(renewed.lease?.expiresAt?.seconds)).toBeGreaterThan(
+        Number(lease?.expiresAt?.seconds) + 30,
+      );
+      const notHolder = await refused(() => bob.renewLease({ leaseId: id }));
+      expect([notHolder.code, notHolder.detail?.rule]).toEqual([
+        Code.PermissionDenied,
+        "lease-holder-only",
+      ]);
+      const bobRelease = await refused(() => bob.releaseLease({ leaseId: id }));
+      expect(bobRelease.detail?.rule).toBe("lease-holder-only");
+      const noReason = await refused(() => t.lead.releaseLease({ leaseId: id }));
+      expect([noReason.code, noReason.detail?.rule]).toEqual([
+        Code.InvalidArgument,
+        "reason-on-reject",
+      ]);
+      expect((await t.lead.listLeases({})).leases).toHaveLength(1);
+      await t.lead.releaseLease({ leaseId: id, reason: "the release needs README.md now" });
+      expect((await t.lead.listLeases({})).leases).toHaveLength(0);
+      const told = (await inbox(alice)).filter((e) => e.from === "");
+      expect(told).toHaveLength(1);
+      expect(told[0]?.message?.kind.value).toContain("the release needs README.md now");
+      // Gone: renewing or releasing it again is NotFound; bob may take it now.
+      expect((await refused(() => alice.renewLease({ leaseId: id }))).code).toBe(Code.NotFound);
+      await bob.acquireLease({ resource: "README.md" });
+      // The holder's own release: no message to anyone.
+      const own = await alice.acquireLease({ resource: "docs/**" });
+      await alice.releaseLease({ leaseId: own.lease?.leaseId ?? "" });
+      expect((await inbox(alice)).filter((e) => e.from === "")).toHaveLength(1);
+    });
+
+    it("a lease expires at its ttl (the configured default when none is given): it holds nothing after", async () => {
+      const t = await env().team("alice", "bob");
+      const { lease } = await t.member("alice").client.acquireLease({ resource: "src/**" });
+      const ms = (ts?: { seconds: bigint; nanos: number }) =>
+        Number(ts?.seconds) * 1000 + (ts?.nanos ?? 0) / 1e6;
+      expect(ms(lease?.expiresAt) - ms(lease?.acquiredAt)).toBeCloseTo(400, -1);
+      await sleep(600);
+      expect((await t.lead.listLeases({})).leases).toHaveLength(0);
+      // The sweeper deletes it and tells the holder, once.
+      await eventually(async () => {
+        const told = (await inbox(t.member("alice").client)).filter((e) => e.from === "");
+        expect(told.map((e) => e.message?.kind.value)).toEqual([
+          expect.stringMatching(/^Your exclusive lease lease_\S+ on "src\/\*\*" expired at /),
+        ]);
+      });
+      const [{ n } = { n: -1n }] = await env().db.query<{ n: bigint }>(
+        "SELECT count(*) AS n FROM leases WHERE lease_id = $1",
+        [lease?.leaseId],
+      );
+      expect(n).toBe(0n);
+      const { lease: bobs } = await t.member("bob").client.acquireLease({ resource: "src/a.ts" });
+      expect(bobs?.holder).toBe("bob");
+      const tooLong = await refused(() =>
+        t.member("alice").client.acquireLease({ resource: "x", ttlSeconds: 3600 }),
+      );
+      expect([tooLong.code, tooLong.detail?.rule, tooLong.detail?.field]).toEqual([
+        Code.InvalidArgument,
+        "lease-ttl",
+        "ttl_seconds",
+      ]);
+    });
+
+    it("a member stopped by an approved shutdown, or removed, loses its leases in that transaction", async () => {
+      const t = await env().team("alice", "bob");
+      const alice = t.member("alice").client;
+      await alice.acquireLease({ resource: "src/**", ttlSeconds: 60 });
+      await t.member("bob").client.acquireLease({ resource: "docs/**", ttlSeconds: 60 });
+      const asked = await t.lead.send({ to: "alice", message: shutdownRequest("done") });
+      await alice.send({ to: "team-lead", message: shutdownResponse(asked.requestId, true) });
+      expect((await t.lead.listLeases({})).leases.map((l) => l.holder)).toEqual(["bob"]);
+      await t.lead.removeMember({ name: "bob" });
+      expect((await t.lead.listLeases({})).leases).toEqual([]);
+    });
+
+    it("a resource that could not name one place is refused lease-resource, naming the field", async () => {
+      const t = await env().team("alice");
+      for (const resource of ["", "/etc/passwd", "src/../x", "C:/src"]) {
+        const r = await refused(() => t.member("alice").client.acquireLease({ resource }));
+        expect([r.code, r.detail?.rule, r.detail?.field], resource).toEqual([
+          Code.InvalidArgument,
+          "lease-resource",
+          "resource",
+        ]);
+      }
+    });
+
+    it("an observer lists leases and may not take one", async () => {
+      const t = await env().team("alice");
+      const added = await t.lead.addMember({ name: "watcher", role: MemberRole.OBSERVER });
+      const watcher = env().client(added.token);
+      await t.member("alice").client.acquireLease({ resource: "src/**", ttlSeconds: 60 });
+      expect((await watcher.listLeases({})).leases).toHaveLength(1);
+      const r = await refused(() => watcher.acquireLease({ resource: "docs/**" }));
+      expect([r.code, r.detail?.rule]).toEqual([Code.PermissionDenied, "observer-read-only"]);
+    });
+  },
+  { leaseTtls: { defaultMs: 400, maxMs: 120_000 } },
+);
