@@ -5,6 +5,7 @@ import {
   type PushMode,
   startChannelPush,
 } from "@team-protocols/mcp/channel-push.js";
+import { relayPermissionsToLead, relaysPermissions } from "@team-protocols/mcp/permission-lead.js";
 import { createTeamMcpServer, stdioConfig } from "@team-protocols/mcp/team-mcp-server.js";
 import { newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Command } from "commander";
@@ -12,6 +13,7 @@ import { type ConnectionOptions, clientFor, connectionOptions } from "../context
 
 interface McpOptions extends ConnectionOptions {
   push: boolean;
+  permissionRelay: boolean;
   pushAck: boolean;
 }
 
@@ -24,6 +26,10 @@ export function mcpCommand(program: Command): void {
         "serve the team's tools to an LLM agent over MCP on stdio (one process per agent)",
       )
       .option("--no-push", "do not push inbox messages as Claude Code channel events")
+      .option(
+        "--no-permission-relay",
+        "do not send Claude Code's permission prompts to the lead (a teammate's bridge does by default)",
+      )
       .option(
         "--push-ack",
         "ack each pushed message once its event was written (for a Claude Code session that shows this server's channel events)",
@@ -41,7 +47,20 @@ export function mcpCommand(program: Command): void {
       cursor,
       configFor: (token) => stdioConfig(o.url, token),
       push,
+      permissionRelay: o.permissionRelay,
     });
+    // Claude Code's permission prompts go to the lead; its answer comes back as the verdict.
+    const stopRelay =
+      o.permissionRelay && relaysPermissions(me)
+        ? relayPermissionsToLead({
+            server: server.server,
+            client,
+            onError: (err) =>
+              process.stderr.write(
+                `team mcp: a permission prompt was not relayed: ${err instanceof Error ? err.message : String(err)}\n`,
+              ),
+          })
+        : undefined;
     let pushing: ChannelPush | undefined;
     if (push && me.role !== "observer") {
       // Events only once the client has finished its handshake.
@@ -66,6 +85,7 @@ export function mcpCommand(program: Command): void {
     });
     await server.connect(transport);
     await closed;
+    stopRelay?.();
     // Flushes the acks of what was pushed, but never holds the exit for long: what is not
     // acked is pushed again by the next bridge.
     await Promise.race([pushing?.stop(), new Promise((done) => setTimeout(done, 2_000).unref())]);
