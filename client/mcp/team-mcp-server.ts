@@ -22,13 +22,14 @@ export interface TeamMcpOptions {
 /** One member's MCP server: the team's tools and prompts over its client. */
 export function createTeamMcpServer(o: TeamMcpOptions): McpServer {
   const pushing = o.push !== undefined && o.me.role !== "observer";
-  const relaying = o.permissionRelay === true && relaysPermissions(o.me);
+  // The relay is part of the channel: Claude Code sends prompts only to a channel server.
+  const relaying = pushing && o.permissionRelay === true && relaysPermissions(o.me);
   const server = new McpServer(
     { name: "team-protocols", version: "0.1.0" },
     {
       // Claude Code registers a listener for channel events only from servers declaring this.
       // Its permission prompts come only to servers declaring claude/channel/permission too.
-      ...(pushing || relaying
+      ...(pushing
         ? {
             capabilities: {
               experimental: {

@@ -89,11 +89,14 @@ describeEachDatabase("MCP: permission prompts relayed to the lead (team mcp)", (
     expect(off.client.getServerCapabilities()?.experimental?.["claude/channel/permission"]).toBe(
       undefined,
     );
+    const noChannel = await bridge(token, ["--no-push"]);
+    expect(noChannel.client.getServerCapabilities()?.experimental).toBeUndefined();
     const lead = await bridge(leadToken);
     expect(lead.client.getServerCapabilities()?.experimental?.["claude/channel/permission"]).toBe(
       undefined,
     );
-  });
+    // Four bridges, each a Node process: slow on a loaded machine.
+  }, 120_000);
 
   it("permission prompt in -> permission_request to the lead -> the lead allows -> verdict allow out", async () => {
     const { lead, token } = await team();

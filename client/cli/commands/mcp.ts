@@ -28,7 +28,7 @@ export function mcpCommand(program: Command): void {
       .option("--no-push", "do not push inbox messages as Claude Code channel events")
       .option(
         "--no-permission-relay",
-        "do not send Claude Code's permission prompts to the lead (a teammate's bridge does by default)",
+        "do not send Claude Code's permission prompts to the lead (a teammate's channel does by default; --no-push turns it off too)",
       )
       .option(
         "--push-ack",
@@ -51,7 +51,7 @@ export function mcpCommand(program: Command): void {
     });
     // Claude Code's permission prompts go to the lead; its answer comes back as the verdict.
     const stopRelay =
-      o.permissionRelay && relaysPermissions(me)
+      o.push && o.permissionRelay && relaysPermissions(me)
         ? relayPermissionsToLead({
             server: server.server,
             client,
