@@ -74,6 +74,14 @@ export function describeMessage(message: Message | undefined): string {
       const r = kind.value;
       return `result_signoff_response ${verdict(r.requestId, r.approve, r.feedback)}`;
     }
+    case "permissionRequest": {
+      const p = kind.value;
+      return `permission_request ${p.toolName}: ${indentRest(p.description)}${p.inputPreview ? `\n${indent(p.inputPreview)}` : ""}`;
+    }
+    case "permissionResponse": {
+      const r = kind.value;
+      return `permission_response ${verdict(r.requestId, r.allow, r.reason, ["allowed", "denied"])}`;
+    }
     case "requestUpdate": {
       const u = kind.value;
       return `request_update ${u.requestId} (${requestKindName(u.kind)}) ${requestStatusName(u.status)}: ${u.detail}`;

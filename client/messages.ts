@@ -126,6 +126,23 @@ export const resultSignoffResponseMessage = (
   kind: { case: "resultSignoffResponse", value: { requestId, approve, feedback } },
 });
 
+export const permissionRequestMessage = (prompt: {
+  toolName: string;
+  description: string;
+  inputPreview: string;
+  runtimeRequestId: string;
+}): MessageInit => ({
+  kind: { case: "permissionRequest", value: prompt },
+});
+
+export const permissionResponseMessage = (
+  requestId: string,
+  allow: boolean,
+  reason = "",
+): MessageInit => ({
+  kind: { case: "permissionResponse", value: { requestId, allow, reason } },
+});
+
 /**
  * The answer to a request of `kind`, for surfaces that answer any request the same way (the
  * console's buttons, `team task answer`): `words` is the reason or the feedback, whichever
@@ -148,6 +165,8 @@ export function answerMessage(
       return taskHandoffResponseMessage(requestId, approve, words);
     case RequestKind.RESULT_SIGNOFF:
       return resultSignoffResponseMessage(requestId, approve, words);
+    case RequestKind.PERMISSION:
+      return permissionResponseMessage(requestId, approve, words);
     default:
       return undefined;
   }

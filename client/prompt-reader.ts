@@ -27,6 +27,7 @@ const ASKS_FOR_ANSWER = new Set([
   "taskClaimRequest",
   "taskHandoffRequest",
   "resultSignoffRequest",
+  "permissionRequest",
 ]);
 
 /** True when the envelope asks its reader for an answer (its status is then worth knowing). */
@@ -54,6 +55,9 @@ export function createPromptReader(options: Pick<PromptTextOptions, "answers"> =
         break;
       case "taskHandoffResponse":
         answered(kind.value.requestId, kind.value.accept);
+        break;
+      case "permissionResponse":
+        answered(kind.value.requestId, kind.value.allow);
         break;
       case "requestUpdate":
         statuses.set(kind.value.requestId, kind.value.status);

@@ -175,6 +175,32 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
             ]),
       ]);
     }
+    case "permissionRequest": {
+      const p = kind.value;
+      return block("permission-request", envelope, [
+        `${from} asks for permission to use the tool "${text(p.toolName)}": ${text(p.description)}`,
+        ...(p.inputPreview ? [`<input>\n${text(p.inputPreview)}\n</input>`] : []),
+        ...(settled ??
+          answerLines(
+            cli,
+            `Answer it (exactly once) to allow this one use, or to deny it with a reason (${from}'s runtime is told either way):`,
+            [
+              `permission_response to "${from}": { request_id: "${id}", allow: true }`,
+              `permission_response to "${from}": { request_id: "${id}", allow: false, reason: "<why not>" }`,
+            ],
+            [`team allow ${id}`, `team deny ${id} --reason "<why not>"`],
+          )),
+      ]);
+    }
+    case "permissionResponse": {
+      const r = kind.value;
+      return block("permission-response", envelope, [
+        r.allow
+          ? `${from} allowed your permission request ${r.requestId}: the tool may be used this once.`
+          : `${from} denied your permission request ${r.requestId}. Reason: ${text(r.reason)}`,
+        ...(r.allow ? [] : ["Do without the tool, or ask again with a different approach."]),
+      ]);
+    }
     case "requestUpdate": {
       const u = kind.value;
       const what = `${requestKindName(u.kind).replace("_", " ")} request ${u.requestId}`;

@@ -10,6 +10,15 @@ export function roleDuties(role: Identity["role"]): string[] {
       "- You are an observer: you may read (list_members, list_requests, get_request, await_request, journal) and nothing else; you receive no messages.",
     ];
   }
+  if (role === "approver") {
+    return [
+      "- You are an approver: you answer the approvals addressed to the lead, on its behalf, and nothing else " +
+        "(plan_approval_request, permission_request, task_claim_request, result_signoff_request). " +
+        "list_requests shows what is pending; the lead and the requester both receive your answer.",
+      "- Answer each once with send_message to the requester, exactly as the request's text says " +
+        '(e.g. {type: "permission_response", request_id, allow, reason}); a no needs a reason or feedback.',
+    ];
+  }
   if (role === "lead") {
     return [
       "- Call wait_for_messages to receive plans, task notifications and answers.",
@@ -24,6 +33,8 @@ export function roleDuties(role: Identity["role"]): string[] {
       "- Answer each result_signoff_request once: send_message to its owner with " +
         '{type: "result_signoff_response", request_id, approve, feedback}: approving makes the ' +
         "task done; a rejection needs feedback saying what to change. list_tasks shows the team's tasks.",
+      "- Answer each permission_request once (a teammate's runtime asks to use a tool): send_message " +
+        'to the teammate with {type: "permission_response", request_id, allow, reason}; a deny needs a reason.',
       "- add_member gives a new teammate its token and MCP configuration.",
       "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
     ];

@@ -151,11 +151,12 @@ export interface TeamClient {
   ): Promise<CreateTeamResponse>;
   /**
    * `permissionMode`: the mode the teammate starts in; unset: the lead's own. `observer`: a
-   * read-only member (it lists and watches the team, nothing else).
+   * read-only member (it lists and watches the team, nothing else). `approver`: a member who
+   * answers the lead's approvals on its behalf (plans, permissions, task claims, sign-offs).
    */
   addMember(
     name: string,
-    options?: { permissionMode?: PermissionModeName; observer?: boolean },
+    options?: { permissionMode?: PermissionModeName; observer?: boolean; approver?: boolean },
   ): Promise<AddMemberResponse>;
   removeMember(name: string): Promise<Member>;
   members(): Promise<Member[]>;
@@ -306,6 +307,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
           name,
           ...(o.permissionMode ? { permissionMode: permissionModeOf(o.permissionMode) } : {}),
           ...(o.observer ? { role: MemberRole.OBSERVER } : {}),
+          ...(o.approver ? { role: MemberRole.APPROVER } : {}),
         },
         call,
       ),

@@ -19,6 +19,7 @@ export interface Config {
   taskClaimTtlMs: number;
   taskHandoffTtlMs: number;
   resultSignoffTtlMs: number;
+  permissionTtlMs: number;
   shutdownGraceMs: number;
   dbPoolSize: number;
   dbStatementTimeoutMs: number;
@@ -233,6 +234,12 @@ function createProgram(name = "team-protocols"): Command {
         .argParser(ttl("RESULT_SIGNOFF_TTL_MS")),
     )
     .addOption(
+      new Option("--permission-ttl-ms <ms>", "time to answer a permission_request without a ttl")
+        .env("PERMISSION_TTL_MS")
+        .default(300_000)
+        .argParser(ttl("PERMISSION_TTL_MS")),
+    )
+    .addOption(
       new Option("--shutdown-grace-ms <ms>", "how long calls may finish at stop")
         .env("SHUTDOWN_GRACE_MS")
         .default(10_000)
@@ -442,6 +449,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     taskClaimTtlMs: o.taskClaimTtlMs,
     taskHandoffTtlMs: o.taskHandoffTtlMs,
     resultSignoffTtlMs: o.resultSignoffTtlMs,
+    permissionTtlMs: o.permissionTtlMs,
     shutdownGraceMs: o.shutdownGraceMs,
     dbPoolSize: o.dbPoolSize,
     dbStatementTimeoutMs: o.dbStatementTimeoutMs,

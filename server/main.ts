@@ -59,6 +59,7 @@ export async function run(
         task_claim: config.taskClaimTtlMs,
         task_handoff: config.taskHandoffTtlMs,
         result_signoff: config.resultSignoffTtlMs,
+        permission: config.permissionTtlMs,
       },
     },
   });

@@ -1,5 +1,6 @@
 import {
   type MessageInit,
+  permissionResponseMessage,
   planRequestMessage,
   planResponseMessage,
   resultSignoffRequestMessage,
@@ -91,6 +92,12 @@ const structured = z.discriminatedUnion("type", [
     approve: z.boolean().describe("true: the task is done; false: its owner keeps working on it."),
     feedback: z.string().optional().describe("What to change. Required when approve is false."),
   }),
+  z.object({
+    type: z.literal("permission_response"),
+    request_id: requestId,
+    allow: z.boolean().describe("true: the teammate's runtime may use the tool this once."),
+    reason: z.string().optional().describe("Required when allow is false: why not."),
+  }),
 ]);
 
 export const messageInput = z
@@ -103,7 +110,7 @@ export const messageInput = z
       "{request_id, approve, reason?}, task_assign {task_id, note?}, task_handoff_request " +
       "{task_id, note}, task_handoff_response {request_id, accept, reason?}, " +
       "result_signoff_request {task_id, result, summary?}, result_signoff_response " +
-      "{request_id, approve, feedback?}.",
+      "{request_id, approve, feedback?}, permission_response {request_id, allow, reason?}.",
   );
 
 export type MessageInput = z.infer<typeof messageInput>;
@@ -143,5 +150,7 @@ export function toMessageInit(m: MessageInput): MessageInit {
       return resultSignoffRequestMessage(m.task_id, m.result, m.summary ?? "");
     case "result_signoff_response":
       return resultSignoffResponseMessage(m.request_id, m.approve, m.feedback ?? "");
+    case "permission_response":
+      return permissionResponseMessage(m.request_id, m.allow, m.reason ?? "");
   }
 }

@@ -2,6 +2,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { Identity } from "@team-protocols/client/identity.js";
 import type { TeamClient } from "@team-protocols/client/team-client.js";
 import type { PushMode } from "./channel-push.js";
+import { PERMISSION_CAPABILITIES, relaysPermissions } from "./permission-lead.js";
 import { registerTeamPrompts } from "./prompts.js";
 import { ToolRegistry } from "./tool-registry.js";
 import { registerTeamTools, type ToolContext } from "./tools.js";
@@ -14,16 +15,30 @@ export interface TeamMcpOptions {
   configFor: ToolContext["configFor"];
   /** Messages pushed as Claude Code channel events (stdio bridge only); unset: none. */
   push?: PushMode | undefined;
+  /** Declares Claude Code's permission relay (a teammate's only: permission-lead.ts). */
+  permissionRelay?: boolean | undefined;
 }
 
 /** One member's MCP server: the team's tools and prompts over its client. */
 export function createTeamMcpServer(o: TeamMcpOptions): McpServer {
   const pushing = o.push !== undefined && o.me.role !== "observer";
+  // The relay is part of the channel: Claude Code sends prompts only to a channel server.
+  const relaying = pushing && o.permissionRelay === true && relaysPermissions(o.me);
   const server = new McpServer(
     { name: "team-protocols", version: "0.1.0" },
     {
       // Claude Code registers a listener for channel events only from servers declaring this.
-      ...(pushing ? { capabilities: { experimental: { "claude/channel": {} } } } : {}),
+      // Its permission prompts come only to servers declaring claude/channel/permission too.
+      ...(pushing
+        ? {
+            capabilities: {
+              experimental: {
+                "claude/channel": {},
+                ...(relaying ? PERMISSION_CAPABILITIES : {}),
+              },
+            },
+          }
+        : {}),
       instructions:
         (o.me.role === "observer"
           ? `You are "${o.me.name}", an observer of a team whose protocols a server enforces: ` +

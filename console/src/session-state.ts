@@ -24,3 +24,5 @@ export async function signIn(token: string): Promise<Session> {
 /** What a member may do from the console; the server enforces it, the page only follows. */
 export const mayWrite = (s: Session) => s.role !== MemberRole.OBSERVER;
 export const isLead = (s: Session) => s.role === MemberRole.LEAD;
+/** An approver answers the lead's approvals for it (plans, permissions, claims, sign-offs). */
+export const isApprover = (s: Session) => s.role === MemberRole.APPROVER;

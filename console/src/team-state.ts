@@ -4,7 +4,7 @@ import type { Member, RequestRecord } from "@team-protocols/contract/team/v1/rec
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { type FeedStatus, runFeed } from "./feed.js";
 import { refusalText } from "./refusal.js";
-import type { Session } from "./session-state.js";
+import { isApprover, type Session } from "./session-state.js";
 import { throttle } from "./throttle.js";
 
 /** The feed keeps this many events on the page (the newest); the server keeps them all. */
@@ -109,12 +109,16 @@ export function useTeamState(session: Session): TeamState {
       },
       stop.signal,
     );
+    // An approver has no team feed (it answers, it does not watch): what waits for an answer
+    // is listed again every few seconds instead.
+    const poll = isApprover(session) ? setInterval(actions.reloadPending, 3_000) : undefined;
     return () => {
+      clearInterval(poll);
       stop.abort();
       actions.reloadMembers.cancel();
       actions.flush.cancel();
     };
-  }, [rpc, actions]);
+  }, [rpc, actions, session]);
 
   const pendingList = useMemo(
     () =>

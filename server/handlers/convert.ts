@@ -80,7 +80,8 @@ type RequestRecordFields = Pick<
   | "createdAt"
   | "resolvedAt"
   | "expiresAt"
->;
+> &
+  Partial<Pick<RequestRow, "answeredBy">>;
 
 export function toRequestRecord(r: RequestRecordFields): RequestRecord {
   return create(RequestRecordSchema, {
@@ -95,6 +96,7 @@ export function toRequestRecord(r: RequestRecordFields): RequestRecord {
     createdAt: timestampFromDate(r.createdAt),
     ...(r.resolvedAt ? { resolvedAt: timestampFromDate(r.resolvedAt) } : {}),
     expiresAt: timestampFromDate(r.expiresAt),
+    answeredBy: r.answeredBy ?? "",
   });
 }
 
@@ -150,6 +152,7 @@ export function toAttempt(a: AttemptRow): Attempt {
     rule: a.rule,
     code: a.code,
     message: a.message,
+    onBehalfOf: a.onBehalfOf,
   });
 }
 

@@ -153,14 +153,15 @@ export function membershipHandlers(deps: {
 }
 
 /**
- * AddMember's role: a teammate (unset) or an observer; a team has its one lead already.
- * A role outside the enum never gets here (rules/enum-values.ts).
+ * AddMember's role: a teammate (unset), an observer or an approver; a team has its one lead
+ * already. A role outside the enum never gets here (rules/enum-values.ts).
  */
-function addedRole(role: MemberRole): "teammate" | "observer" {
+function addedRole(role: MemberRole): "teammate" | "observer" | "approver" {
   if (role === MemberRole.OBSERVER) return "observer";
+  if (role === MemberRole.APPROVER) return "approver";
   if (role === MemberRole.UNSPECIFIED || role === MemberRole.TEAMMATE) return "teammate";
   throw new DomainError(
     "invalid-argument",
-    "role: a team has one lead; add a teammate or an observer",
+    "role: a team has one lead; add a teammate, an observer or an approver",
   );
 }

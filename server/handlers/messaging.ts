@@ -75,6 +75,7 @@ export function messagingHandlers(deps: {
                 to: req.to,
                 requestId: plan.requestId ?? "",
                 outcome: "accepted" as const,
+                ...(plan.onBehalfOf ? { onBehalfOf: plan.onBehalfOf } : {}),
               },
             }
           : {}),

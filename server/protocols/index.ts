@@ -1,3 +1,5 @@
+import { onBehalfOfLead } from "./on-behalf.js";
+import { planPermissionRequest, planPermissionResponse } from "./permission.js";
 import { planPlanApprovalRequest, planPlanApprovalResponse } from "./plan-approval.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { planResultSignoffRequest, planResultSignoffResponse } from "./result-signoff.js";
@@ -13,6 +15,10 @@ import { planTaskNotification } from "./task-notification.js";
  * the send's transaction.
  */
 export function planSend(input: SendCall): SendPlan {
+  return onBehalfOfLead(input, planFor(input));
+}
+
+function planFor(input: SendCall): SendPlan {
   const message = input.message;
   switch (message.kind.case) {
     case "text":
@@ -41,6 +47,10 @@ export function planSend(input: SendCall): SendPlan {
       return planResultSignoffRequest(input, message);
     case "resultSignoffResponse":
       return planResultSignoffResponse(input, message);
+    case "permissionRequest":
+      return planPermissionRequest(input, message);
+    case "permissionResponse":
+      return planPermissionResponse(input, message);
     default:
       // requestUpdate is refused by the server-only rule; an unset case by size-shape.
       throw new Error(`no protocol for message case ${message.kind.case}`);

@@ -20,6 +20,8 @@ export const defaultProtocolConfig: ProtocolConfig = {
     task_claim: 10 * 60_000,
     task_handoff: 10 * 60_000,
     result_signoff: 30 * 60_000,
+    // A permission prompt holds up a working agent: the lead answers soon or not at all.
+    permission: 5 * 60_000,
   },
 };
 
@@ -55,6 +57,8 @@ export interface SendPlan {
   beforeAppend?: (tx: Queryable) => Promise<void>;
   /** Inside the transaction, after the message is stored: store a new request. */
   beforeCommit?: (tx: Queryable, deliveries: Delivery[]) => Promise<void>;
+  /** An approver's answer: the lead it answered for (the journal line names it). */
+  onBehalfOf?: string;
   /** After commit, when the send was not a replay: end streams, wake waiters. */
   afterCommit?: (effects: Effects) => void;
 }

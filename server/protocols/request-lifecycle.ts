@@ -50,7 +50,7 @@ export function openRequestPlan(
 /**
  * Answers a pending request inside the send's transaction: lock it and check the stateful
  * rules (unknown-request, addressee-only, once-only, response-to-requester), move it to its
- * final state (compare-and-set), and run the protocol's side effect, all before the answer
+ * final state (compare-and-set, recording who answered), and run the protocol's side effect, all before the answer
  * is stored in the requester's inbox. Any refusal rolls the whole send back.
  */
 export async function answerRequest(
@@ -69,6 +69,8 @@ export async function answerRequest(
     id: q.requestId,
     kind: q.kind,
     responderId: q.input.caller.id,
+    // An approver answers the lead's requests for it (protocols/on-behalf.ts).
+    actingForId: q.input.caller.role === "approver" ? q.input.caller.lead.id : undefined,
   });
   if (q.input.to !== request.fromName) {
     throw new RuleViolationError(
@@ -83,6 +85,7 @@ export async function answerRequest(
     request.id,
     q.approve ? "approved" : "rejected",
     toBinary(MessageSchema, q.message),
+    q.input.caller.id,
   );
   if (!moved) {
     // Only possible if the deadline passed between the lock and now.

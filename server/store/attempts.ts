@@ -22,6 +22,8 @@ export interface NewAttempt {
   code?: string;
   /** For a refusal: the error message the caller received. */
   message?: string;
+  /** For an approver's accepted answer: the lead it answered for. */
+  onBehalfOf?: string;
 }
 
 export interface AttemptRow {
@@ -36,6 +38,7 @@ export interface AttemptRow {
   rule: string;
   code: string;
   message: string;
+  onBehalfOf: string;
 }
 
 /** Caps of the table's CHECK constraints: what a refused call carried may be any size. */
@@ -65,10 +68,11 @@ export async function recordAttempt(db: Queryable, a: NewAttempt): Promise<void>
  * saves the transaction a round trip while it holds the inbox lock).
  */
 export function attemptInsert(a: NewAttempt, first: number): { sql: string; params: unknown[] } {
-  const p = Array.from({ length: 9 }, (_, i) => `$${first + i}`);
+  const p = Array.from({ length: 10 }, (_, i) => `$${first + i}`);
   return {
     sql: `INSERT INTO protocol_attempts
-            (team_id, member_id, action, to_name, request_id, outcome, rule, code, message)
+            (team_id, member_id, action, to_name, request_id, outcome, rule, code, message,
+             on_behalf_of)
           VALUES (${p.join(", ")})`,
     params: [
       a.teamId,
@@ -80,6 +84,7 @@ export function attemptInsert(a: NewAttempt, first: number): { sql: string; para
       capped(a.rule, 64),
       capped(a.code, 64),
       capped(a.message, MAX_MESSAGE_CHARS),
+      capped(a.onBehalfOf, MAX_NAME_CHARS),
     ],
   };
 }
@@ -107,13 +112,14 @@ interface AttemptSqlRow {
   rule: string;
   code: string;
   message: string;
+  on_behalf_of: string;
 }
 
 /** A team's attempts, newest first. Unset filters are NULL and switch themselves off. */
 export async function listAttempts(db: Queryable, f: AttemptFilter): Promise<AttemptRow[]> {
   const rows = await db.query<AttemptSqlRow>(
     `SELECT a.id, t.name AS team_name, m.name AS member_name, a.at, a.action, a.to_name,
-            a.request_id, a.outcome, a.rule, a.code, a.message
+            a.request_id, a.outcome, a.rule, a.code, a.message, a.on_behalf_of
      FROM protocol_attempts a
      JOIN teams t ON t.id = a.team_id
      JOIN members m ON m.id = a.member_id
@@ -145,5 +151,6 @@ export async function listAttempts(db: Queryable, f: AttemptFilter): Promise<Att
     rule: r.rule,
     code: r.code,
     message: r.message,
+    onBehalfOf: r.on_behalf_of,
   }));
 }

@@ -23,6 +23,8 @@ export interface RequestRow {
   createdAt: Date;
   resolvedAt: Date | null;
   expiresAt: Date;
+  /** Who answered: the addressee, or an approver for the lead; "" when nobody did. */
+  answeredBy: string;
 }
 
 interface RequestSqlRow {
@@ -41,6 +43,7 @@ interface RequestSqlRow {
   created_at: Date;
   resolved_at: Date | null;
   expires_at: Date;
+  answered_by_name: string | null;
 }
 
 // The status column says 'pending' until the sweeper runs; readers must not see a request
@@ -52,10 +55,11 @@ const requestColumns = `r.id, r.position, r.team_id, t.name AS team_name, r.kind
   r.request_body, r.response_body, r.created_at,
   CASE WHEN r.status = 'pending' AND r.expires_at <= clock_timestamp() THEN r.expires_at
        ELSE r.resolved_at END AS resolved_at,
-  r.expires_at`;
+  r.expires_at, ab.name AS answered_by_name`;
 
 const requestJoins = `requests r JOIN teams t ON t.id = r.team_id
-  JOIN members f ON f.id = r.from_id JOIN members a ON a.id = r.to_id`;
+  JOIN members f ON f.id = r.from_id JOIN members a ON a.id = r.to_id
+  LEFT JOIN members ab ON ab.id = r.answered_by`;
 
 const toRequest = (r: RequestSqlRow): RequestRow => ({
   id: r.id,
@@ -73,6 +77,7 @@ const toRequest = (r: RequestSqlRow): RequestRow => ({
   createdAt: r.created_at,
   resolvedAt: r.resolved_at,
   expiresAt: r.expires_at,
+  answeredBy: r.answered_by_name ?? "",
 });
 
 export interface NewRequest {
@@ -199,6 +204,7 @@ const kindWords: Record<RequestKind, string> = {
   task_assign: "task assignment",
   task_handoff: "task handoff",
   result_signoff: "result sign-off",
+  permission: "permission",
 };
 
 /**
@@ -210,7 +216,14 @@ const kindWords: Record<RequestKind, string> = {
  */
 export async function lockPendingRequest(
   tx: Queryable,
-  q: { teamId: number; id: string; kind: RequestKind; responderId: number },
+  q: {
+    teamId: number;
+    id: string;
+    kind: RequestKind;
+    responderId: number;
+    /** The lead's id when the responder is an approver: it may answer the lead's requests. */
+    actingForId?: number | undefined;
+  },
 ): Promise<RequestRow> {
   const request = await findRequest(tx, q.teamId, q.id, { lock: true });
   if (!request || request.kind !== q.kind) {
@@ -223,11 +236,14 @@ export async function lockPendingRequest(
       "message.request_id",
     );
   }
-  if (request.toId !== q.responderId) {
+  if (request.toId !== q.responderId && request.toId !== q.actingForId) {
     throw new RuleViolationError(
       "addressee-only",
       "permission-denied",
-      `request ${q.id} was addressed to "${request.toName}"; only they may answer it`,
+      q.actingForId === undefined
+        ? `request ${q.id} was addressed to "${request.toName}"; only they may answer it`
+        : `request ${q.id} was addressed to "${request.toName}", not to the lead; ` +
+            "an approver answers only requests addressed to the lead",
       "message.request_id",
     );
   }
@@ -252,13 +268,15 @@ export async function finishRequest(
   id: string,
   status: Exclude<RequestStatus, "pending">,
   responseBody: Uint8Array | null,
+  /** Who answered (approved, rejected): the addressee, or an approver for the lead. */
+  answeredBy: number | null = null,
 ): Promise<boolean> {
   const rows = await tx.query(
     // An expired request left pending at its deadline (that is what readers saw from then
     // on), not when the sweeper got to it. The feed's event is stored by the same statement,
     // after the UPDATE has locked the row (so a request's events keep their order).
     `WITH moved AS (
-       UPDATE requests SET status = $2, response_body = $3,
+       UPDATE requests SET status = $2, response_body = $3, answered_by = $4,
          resolved_at = CASE WHEN $2 = 'expired' THEN expires_at ELSE clock_timestamp() END
        WHERE id = $1 AND status = 'pending'
          AND ($2 = 'expired' OR expires_at > clock_timestamp())
@@ -268,7 +286,7 @@ export async function finishRequest(
        SELECT team_id, id, status, resolved_at FROM moved
      )
      SELECT 1 FROM moved`,
-    [id, status, responseBody],
+    [id, status, responseBody, answeredBy],
   );
   return rows.length === 1;
 }

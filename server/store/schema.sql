@@ -111,7 +111,7 @@ CREATE TABLE public.members (
     stopped_at timestamp with time zone,
     acked_bytes bigint DEFAULT 0 NOT NULL,
     CONSTRAINT members_permission_mode_check CHECK ((permission_mode = ANY (ARRAY['default'::text, 'accept_edits'::text, 'bypass_permissions'::text, 'plan'::text]))),
-    CONSTRAINT members_role_check CHECK ((role = ANY (ARRAY['lead'::text, 'teammate'::text, 'observer'::text]))),
+    CONSTRAINT members_role_check CHECK ((role = ANY (ARRAY['lead'::text, 'teammate'::text, 'observer'::text, 'approver'::text]))),
     CONSTRAINT members_status_check CHECK ((status = ANY (ARRAY['active'::text, 'stopped'::text])))
 );
 
@@ -164,10 +164,12 @@ CREATE TABLE public.protocol_attempts (
     rule text DEFAULT ''::text NOT NULL,
     code text DEFAULT ''::text NOT NULL,
     message text DEFAULT ''::text NOT NULL,
+    on_behalf_of text DEFAULT ''::text NOT NULL,
     CONSTRAINT protocol_attempts_action_check CHECK (((length(action) >= 1) AND (length(action) <= 64))),
     CONSTRAINT protocol_attempts_check CHECK (((outcome = 'refused'::text) = (code <> ''::text))),
     CONSTRAINT protocol_attempts_code_check CHECK ((length(code) <= 64)),
     CONSTRAINT protocol_attempts_message_check CHECK ((length(message) <= 1024)),
+    CONSTRAINT protocol_attempts_on_behalf_of_check CHECK ((length(on_behalf_of) <= 128)),
     CONSTRAINT protocol_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['accepted'::text, 'refused'::text]))),
     CONSTRAINT protocol_attempts_request_id_check CHECK ((length(request_id) <= 128)),
     CONSTRAINT protocol_attempts_rule_check CHECK ((length(rule) <= 64)),
@@ -219,8 +221,9 @@ CREATE TABLE public.requests (
     resolved_at timestamp with time zone,
     expires_at timestamp with time zone NOT NULL,
     task_id text,
+    answered_by integer,
     CONSTRAINT requests_check CHECK (((status = 'pending'::text) = (resolved_at IS NULL))),
-    CONSTRAINT requests_kind_check CHECK ((kind = ANY (ARRAY['shutdown'::text, 'plan_approval'::text, 'task_claim'::text, 'task_assign'::text, 'task_handoff'::text, 'result_signoff'::text]))),
+    CONSTRAINT requests_kind_check CHECK ((kind = ANY (ARRAY['shutdown'::text, 'plan_approval'::text, 'task_claim'::text, 'task_assign'::text, 'task_handoff'::text, 'result_signoff'::text, 'permission'::text]))),
     CONSTRAINT requests_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'approved'::text, 'rejected'::text, 'expired'::text, 'canceled'::text]))),
     CONSTRAINT requests_task_check CHECK (((task_id IS NOT NULL) = (kind = ANY (ARRAY['task_claim'::text, 'task_assign'::text, 'task_handoff'::text, 'result_signoff'::text]))))
 );
@@ -746,6 +749,13 @@ ALTER TABLE ONLY public.request_events
 
 ALTER TABLE ONLY public.request_events
     ADD CONSTRAINT request_events_team_id_fkey FOREIGN KEY (team_id) REFERENCES public.teams(id);
+
+--
+-- Name: requests requests_answered_by_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.requests
+    ADD CONSTRAINT requests_answered_by_fkey FOREIGN KEY (answered_by) REFERENCES public.members(id);
 
 --
 -- Name: requests requests_from_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -37,6 +37,8 @@ export type FeedEvent = { position: bigint; at: Date } & (
         responseBody: Uint8Array | null;
         createdAt: Date;
         expiresAt: Date;
+        /** Who answered (set with responseBody): the addressee, or an approver for the lead. */
+        answeredBy: string;
       };
     }
   | {
@@ -110,6 +112,7 @@ interface FeedSqlRow {
   request_status: RequestStatus | null;
   request_body: Uint8Array | null;
   response_body: Uint8Array | null;
+  request_answered_by: string | null;
   request_created_at: Date | null;
   request_at: Date | null;
   expires_at: Date | null;
@@ -183,6 +186,7 @@ export async function readTeamFeed(
               r.id AS request_id, r.kind AS request_kind, rf.name AS request_from,
               rt.name AS request_to, re.status AS request_status, r.request_body,
               CASE WHEN re.status = 'pending' THEN NULL ELSE r.response_body END AS response_body,
+              CASE WHEN re.status = 'pending' THEN NULL ELSE rab.name END AS request_answered_by,
               r.created_at AS request_created_at, re.at AS request_at, r.expires_at,
               me.change, mm.name AS member_name, me.role, me.status AS member_status,
               me.permission_mode, mm.created_at AS member_created_at, me.at AS member_at,
@@ -202,6 +206,7 @@ export async function readTeamFeed(
        LEFT JOIN requests r ON r.id = re.request_id
        LEFT JOIN members rf ON rf.id = r.from_id
        LEFT JOIN members rt ON rt.id = r.to_id
+       LEFT JOIN members rab ON rab.id = r.answered_by
        LEFT JOIN member_events me ON p.source = 'member' AND me.feed_position = p.position
        LEFT JOIN members mm ON mm.id = me.member_id
        LEFT JOIN task_events te ON p.source = 'task' AND te.feed_position = p.position
@@ -264,6 +269,7 @@ function toFeedEvent(r: FeedSqlRow): FeedEvent {
         responseBody: r.response_body,
         createdAt: r.request_created_at as Date,
         expiresAt: r.expires_at as Date,
+        answeredBy: r.request_answered_by ?? "",
       },
     };
   }

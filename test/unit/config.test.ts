@@ -127,6 +127,24 @@ describe("config: the task protocols' deadlines (TASK_CLAIM_TTL_MS, TASK_HANDOFF
   });
 });
 
+describe("config: the permission protocol's deadline (PERMISSION_TTL_MS)", () => {
+  it("defaults to 5 minutes; the variable and the flag set it, the flag first", () => {
+    expect(parseConfig([], {}).permissionTtlMs).toBe(300_000);
+    expect(parseConfig([], { PERMISSION_TTL_MS: "61000" }).permissionTtlMs).toBe(61_000);
+    expect(
+      parseConfig(["--permission-ttl-ms", "7000"], { PERMISSION_TTL_MS: "2000" }).permissionTtlMs,
+    ).toBe(7_000);
+  });
+
+  it("refuses a value outside [1 s, 7 days], naming the variable", () => {
+    for (const value of ["999", String(MAX_TTL_MS + 1), "1m"]) {
+      const { err } = parseError([], { PERMISSION_TTL_MS: value });
+      expect(err.code, value).toBe("commander.invalidArgument");
+      expect(err.message, value).toContain("PERMISSION_TTL_MS");
+    }
+  });
+});
+
 const ms = (t: Timestamp | undefined) =>
   t ? Number(t.seconds) * 1000 + t.nanos / 1e6 : Number.NaN;
 

@@ -65,6 +65,7 @@ const lead: Caller = {
 };
 const mate: Caller = { ...lead, id: 2, name: "ann", role: "teammate" };
 const eye: Caller = { ...lead, id: 3, name: "eye", role: "observer" };
+const judge: Caller = { ...lead, id: 4, name: "judge", role: "approver" };
 const REQ = "req_AAAAAAAAAAAAAAAAAAAAAA";
 
 function call<S extends DescMessage>(
@@ -126,6 +127,14 @@ const signoff = (result = "done", taskId = "t1"): Kind => ({
 const signoffAnswer = (approve: boolean, feedback = "", requestId = REQ): Kind => ({
   case: "resultSignoffResponse",
   value: { requestId, approve, feedback },
+});
+const permission = (toolName = "Bash", runtimeRequestId = "abcde"): Kind => ({
+  case: "permissionRequest",
+  value: { toolName, description: "run ls", inputPreview: "ls -la", runtimeRequestId },
+});
+const permissionAnswer = (allow: boolean, reason = "", requestId = REQ): Kind => ({
+  case: "permissionResponse",
+  value: { requestId, allow, reason },
 });
 const ttl = (seconds: bigint) => ({ ttl: { seconds, nanos: 0 } });
 
@@ -858,6 +867,114 @@ const rows: [string, RuleCall, Expected][] = [
     "an observer subscribes",
     call(M.subscribe, SubscribeRequestSchema, {}, eye),
     by("observer-read-only"),
+  ],
+  // permission prompts
+  ["a teammate asks the lead for permission", send("lead", permission()), undefined],
+  ["a permission request with a ttl", send("lead", permission(), mate, ttl(60n)), undefined],
+  [
+    "a permission request to another teammate",
+    send("bob", permission()),
+    by("permission-to-lead", "to"),
+  ],
+  [
+    "a permission request from the lead",
+    send("lead", permission(), lead),
+    by("permission-to-lead", "to"),
+  ],
+  ["a permission request broadcast", send("*", permission()), by("no-broadcast", "to")],
+  [
+    "a permission request without a tool name",
+    send("lead", permission(" ")),
+    by("size-shape", "message.permission_request.tool_name"),
+  ],
+  [
+    "a permission request without the runtime's id",
+    send("lead", permission("Bash", "")),
+    by("size-shape", "message.permission_request.runtime_request_id"),
+  ],
+  [
+    "a permission request with a 65-character runtime id",
+    send("lead", permission("Bash", "a".repeat(65))),
+    by("size-shape", "message.permission_request.runtime_request_id"),
+  ],
+  ["the lead allows", send("ann", permissionAnswer(true), lead), undefined],
+  [
+    "the lead denies with a reason",
+    send("ann", permissionAnswer(false, "not on main"), lead),
+    undefined,
+  ],
+  [
+    "the lead denies without a reason",
+    send("ann", permissionAnswer(false, " "), lead),
+    by("reason-on-reject", "message.permission_response.reason"),
+  ],
+  ["a teammate allows", send("bob", permissionAnswer(true)), by("lead-only-approval")],
+  [
+    "a permission answer without its request id",
+    send("ann", permissionAnswer(true, "", ""), lead),
+    by("size-shape", "message.permission_response.request_id"),
+  ],
+  [
+    "a permission answer broadcast",
+    send("*", permissionAnswer(true), lead),
+    by("no-broadcast", "to"),
+  ],
+  // the approver
+  ["an approver approves a plan", send("ann", planAnswer(true), judge), undefined],
+  ["an approver allows a tool use", send("ann", permissionAnswer(true), judge), undefined],
+  [
+    "an approver denies a tool use without a reason",
+    send("ann", permissionAnswer(false), judge),
+    by("reason-on-reject", "message.permission_response.reason"),
+  ],
+  ["an approver approves a claim", send("ann", claimAnswer(true), judge), undefined],
+  ["an approver signs off a result", send("ann", signoffAnswer(true), judge), undefined],
+  ["an approver sends text", send("ann", text("on it"), judge), undefined],
+  [
+    "an approver lists requests",
+    call(M.listRequests, ListRequestsRequestSchema, {}, judge),
+    undefined,
+  ],
+  ["an approver reads its inbox", call(M.readInbox, ReadInboxRequestSchema, {}, judge), undefined],
+  [
+    "an approver asks for a shutdown",
+    send("ann", shutdown(), judge),
+    by("approver-acts-for-lead", "message"),
+  ],
+  [
+    "an approver assigns a task",
+    send("ann", assign(), judge),
+    by("approver-acts-for-lead", "message"),
+  ],
+  [
+    "an approver answers a handoff",
+    send("ann", handoffAnswer(true), judge),
+    by("approver-acts-for-lead", "message"),
+  ],
+  [
+    "an approver submits a plan",
+    send("lead", plan(), judge),
+    by("approver-acts-for-lead", "message"),
+  ],
+  [
+    "an approver adds a member",
+    call(M.addMember, AddMemberRequestSchema, { name: "x" }, judge),
+    by("approver-acts-for-lead"),
+  ],
+  [
+    "an approver removes a member",
+    call(M.removeMember, RemoveMemberRequestSchema, { name: "ann" }, judge),
+    by("approver-acts-for-lead"),
+  ],
+  [
+    "an approver watches the team",
+    call(M.watchTeam, WatchTeamRequestSchema, {}, judge),
+    by("approver-acts-for-lead"),
+  ],
+  [
+    "an approver cancels a request",
+    call(M.cancelRequest, CancelRequestRequestSchema, { requestId: REQ }, judge),
+    by("approver-acts-for-lead"),
   ],
 ];
 

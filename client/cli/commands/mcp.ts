@@ -5,6 +5,7 @@ import {
   type PushMode,
   startChannelPush,
 } from "@team-protocols/mcp/channel-push.js";
+import { relayPermissionsToLead, relaysPermissions } from "@team-protocols/mcp/permission-lead.js";
 import {
   createTeamMcpServer,
   httpConfig,
@@ -17,6 +18,7 @@ import { teamMcpConfig } from "../this-team.js";
 
 interface McpOptions extends ConnectionOptions {
   push: boolean;
+  permissionRelay: boolean;
   pushAck: boolean;
 }
 
@@ -48,6 +50,10 @@ export function mcpCommand(program: Command): void {
       )
       .option("--no-push", "do not push inbox messages as Claude Code channel events")
       .option(
+        "--no-permission-relay",
+        "do not send Claude Code's permission prompts to the lead (a teammate's channel does by default; --no-push turns it off too)",
+      )
+      .option(
         "--push-ack",
         "ack each pushed message once its event was written (for a Claude Code session that shows this server's channel events)",
         false,
@@ -64,7 +70,20 @@ export function mcpCommand(program: Command): void {
       cursor,
       configFor: (token) => stdioConfig(o.url, token),
       push,
+      permissionRelay: o.permissionRelay,
     });
+    // Claude Code's permission prompts go to the lead; its answer comes back as the verdict.
+    const stopRelay =
+      o.push && o.permissionRelay && relaysPermissions(me)
+        ? relayPermissionsToLead({
+            server: server.server,
+            client,
+            onError: (err) =>
+              process.stderr.write(
+                `team mcp: a permission prompt was not relayed: ${err instanceof Error ? err.message : String(err)}\n`,
+              ),
+          })
+        : undefined;
     let pushing: ChannelPush | undefined;
     if (push && me.role !== "observer") {
       // Events only once the client has finished its handshake.
@@ -89,6 +108,7 @@ export function mcpCommand(program: Command): void {
     });
     await server.connect(transport);
     await closed;
+    stopRelay?.();
     // Flushes the acks of what was pushed, but never holds the exit for long: what is not
     // acked is pushed again by the next bridge.
     await Promise.race([pushing?.stop(), new Promise((done) => setTimeout(done, 2_000).unref())]);

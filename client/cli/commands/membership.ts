@@ -60,9 +60,16 @@ export function membershipCommands(program: Command): void {
   connectionOptions(
     program
       .command("add-member")
-      .description("lead: add a teammate (or --observer); prints its token (shown only once)")
+      .description(
+        "lead: add a teammate (or --observer, --approver); prints its token (shown only once)",
+      )
       .argument("<name>", "the teammate's name")
       .option("--observer", "a read-only member: it lists and watches the team (team watch)", false)
+      .option(
+        "--approver",
+        "a member (a person) who answers your approvals for you: plans, permissions, task claims, sign-offs",
+        false,
+      )
       .addOption(
         new Option(
           "--mode <mode>",
@@ -72,11 +79,13 @@ export function membershipCommands(program: Command): void {
   ).action(
     async (
       name: string,
-      o: ConnectionOptions & { mode?: PermissionModeName; observer: boolean },
+      o: ConnectionOptions & { mode?: PermissionModeName; observer: boolean; approver: boolean },
     ) => {
+      if (o.observer && o.approver) throw new UsageError("give --observer or --approver, not both");
       const added = await clientFor(o).addMember(name, {
         ...(o.mode ? { permissionMode: o.mode } : {}),
         observer: o.observer,
+        approver: o.approver,
       });
       print(
         o,

@@ -1,3 +1,4 @@
+import { permissionResponseMessage } from "@team-protocols/client/messages.js";
 import { type TaskStatusName, taskStatusNames } from "@team-protocols/client/names.js";
 import { SendResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Command, Option } from "commander";
@@ -26,7 +27,7 @@ interface NotifyFlags extends ConnectionOptions {
   durationMs?: number;
 }
 
-/** shutdown, answer-shutdown, submit-plan, approve, reject, notify-task. */
+/** shutdown, answer-shutdown, submit-plan, approve, reject, allow, deny, notify-task. */
 export function protocolCommands(program: Command): void {
   connectionOptions(
     program
@@ -122,6 +123,33 @@ export function protocolCommands(program: Command): void {
         verdict === "approve",
         o.feedback ?? "",
         { kinds: ["plan_approval"], verb: `team ${verdict}` },
+      );
+      print(
+        o,
+        () => describeSend(sent),
+        () => asJson(SendResponseSchema, sent),
+      );
+    });
+  }
+
+  for (const verdict of ["allow", "deny"] as const) {
+    connectionOptions(
+      program
+        .command(verdict)
+        .description(
+          verdict === "allow"
+            ? "lead or approver: allow a teammate's permission request (one tool use)"
+            : "lead or approver: deny a teammate's permission request (needs --reason)",
+        )
+        .argument("<request-id>", "the permission_request's request id")
+        .option("--reason <text>", "why not (told to the teammate)"),
+    ).action(async (requestId: string, o: ConnectionOptions & { reason?: string }) => {
+      const client = clientFor(o);
+      // The answer goes to whoever asked.
+      const record = await client.getRequest(requestId);
+      const sent = await client.send(
+        record.from,
+        permissionResponseMessage(requestId, verdict === "allow", o.reason ?? ""),
       );
       print(
         o,

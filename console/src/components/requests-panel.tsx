@@ -1,11 +1,11 @@
 import { describeMessage } from "@team-protocols/client/describe.js";
 import { answerMessage } from "@team-protocols/client/messages.js";
 import { requestKindName } from "@team-protocols/client/names.js";
-import { RequestKind } from "@team-protocols/contract/team/v1/enums_pb.js";
+import { MemberRole, RequestKind } from "@team-protocols/contract/team/v1/enums_pb.js";
 import type { RequestRecord } from "@team-protocols/contract/team/v1/records_pb.js";
 import { useState } from "preact/hooks";
 import { refusalText } from "../refusal.js";
-import type { Session } from "../session-state.js";
+import { isApprover, type Session } from "../session-state.js";
 import type { TeamState } from "../team-state.js";
 import { clockTime, isoTime } from "../words.js";
 
@@ -53,9 +53,11 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
   // teammate who asked, a shutdown's to the lead who asked, a handoff's to the owner.
   const message = (approve: boolean) =>
     answerMessage(request.kind, request.requestId, approve, approve ? "" : words);
-  // The addressee answers (an assignment takes none); the requester may withdraw. The server
-  // checks both again.
-  const answerable = mayAnswer && request.to === session.you && message(true) !== undefined;
+  // The addressee answers (an assignment takes none), an approver the lead's approvals for it;
+  // the requester may withdraw. The server checks all of it again.
+  const forLead = isApprover(session) && answersForLead(request, state);
+  const answerable =
+    mayAnswer && (request.to === session.you || forLead) && message(true) !== undefined;
   const withdrawable = mayAnswer && request.from === session.you;
 
   const act = async (call: () => Promise<unknown>) => {
@@ -91,14 +93,23 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
         </span>
       </header>
       <div class="body">{describeMessage(request.request)}</div>
+      {forLead && (
+        <p class="on-behalf">
+          You answer for {request.to}; both they and {request.from} see your answer.
+        </p>
+      )}
       <code class="id">{request.requestId}</code>
       {answerable && !rejecting && (
         <div class="buttons">
           <button type="button" class="approve" disabled={busy} onClick={() => answer(true)}>
-            {request.kind === RequestKind.TASK_HANDOFF ? "Accept" : "Approve"}
+            {request.kind === RequestKind.TASK_HANDOFF
+              ? "Accept"
+              : request.kind === RequestKind.PERMISSION
+                ? "Allow"
+                : "Approve"}
           </button>
           <button type="button" class="reject" disabled={busy} onClick={() => setRejecting(true)}>
-            Reject
+            {request.kind === RequestKind.PERMISSION ? "Deny" : "Reject"}
           </button>
         </div>
       )}
@@ -120,7 +131,7 @@ function RequestCard({ request, session, state, mayAnswer }: Props & { request: 
             />
           </label>
           <button type="submit" class="send-rejection danger" disabled={busy}>
-            Send rejection
+            {request.kind === RequestKind.PERMISSION ? "Send denial" : "Send rejection"}
           </button>
           <button type="button" onClick={() => setRejecting(false)}>
             Cancel
@@ -158,7 +169,22 @@ function rejectionLabel(request: RequestRecord): string {
     case RequestKind.TASK_CLAIM:
     case RequestKind.TASK_HANDOFF:
       return `Why not (required; ${request.from} is told)`;
+    case RequestKind.PERMISSION:
+      return `Why not (required; ${request.from}'s runtime is told)`;
     default:
       return `Why ${request.from} keeps working (required)`;
   }
+}
+
+/** The approvals an approver answers: those addressed to the lead (the server checks again). */
+const APPROVALS = new Set([
+  RequestKind.PLAN_APPROVAL,
+  RequestKind.PERMISSION,
+  RequestKind.TASK_CLAIM,
+  RequestKind.RESULT_SIGNOFF,
+]);
+
+function answersForLead(request: RequestRecord, state: TeamState): boolean {
+  const lead = state.members.find((m) => m.role === MemberRole.LEAD)?.name;
+  return lead !== undefined && request.to === lead && APPROVALS.has(request.kind);
 }

@@ -12,7 +12,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file team/v1/message.proto.
  */
 export const file_team_v1_message: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtL3YxL21lc3NhZ2UucHJvdG8SB3RlYW0udjEizQYKB01lc3NhZ2USDgoEdGV4dBgBIAEoCUgAEjgKEHNodXRkb3duX3JlcXVlc3QYAiABKAsyHC50ZWFtLnYxLlNodXRkb3duUmVxdWVzdEJvZHlIABI6ChFzaHV0ZG93bl9yZXNwb25zZRgDIAEoCzIdLnRlYW0udjEuU2h1dGRvd25SZXNwb25zZUJvZHlIABJBChVwbGFuX2FwcHJvdmFsX3JlcXVlc3QYBCABKAsyIC50ZWFtLnYxLlBsYW5BcHByb3ZhbFJlcXVlc3RCb2R5SAASQwoWcGxhbl9hcHByb3ZhbF9yZXNwb25zZRgFIAEoCzIhLnRlYW0udjEuUGxhbkFwcHJvdmFsUmVzcG9uc2VCb2R5SAASOgoRdGFza19ub3RpZmljYXRpb24YBiABKAsyHS50ZWFtLnYxLlRhc2tOb3RpZmljYXRpb25Cb2R5SAASNAoOcmVxdWVzdF91cGRhdGUYByABKAsyGi50ZWFtLnYxLlJlcXVlc3RVcGRhdGVCb2R5SAASOwoSdGFza19jbGFpbV9yZXF1ZXN0GAggASgLMh0udGVhbS52MS5UYXNrQ2xhaW1SZXF1ZXN0Qm9keUgAEj0KE3Rhc2tfY2xhaW1fcmVzcG9uc2UYCSABKAsyHi50ZWFtLnYxLlRhc2tDbGFpbVJlc3BvbnNlQm9keUgAEi4KC3Rhc2tfYXNzaWduGAogASgLMhcudGVhbS52MS5UYXNrQXNzaWduQm9keUgAEj8KFHRhc2tfaGFuZG9mZl9yZXF1ZXN0GAsgASgLMh8udGVhbS52MS5UYXNrSGFuZG9mZlJlcXVlc3RCb2R5SAASQQoVdGFza19oYW5kb2ZmX3Jlc3BvbnNlGAwgASgLMiAudGVhbS52MS5UYXNrSGFuZG9mZlJlc3BvbnNlQm9keUgAEkMKFnJlc3VsdF9zaWdub2ZmX3JlcXVlc3QYDSABKAsyIS50ZWFtLnYxLlJlc3VsdFNpZ25vZmZSZXF1ZXN0Qm9keUgAEkUKF3Jlc3VsdF9zaWdub2ZmX3Jlc3BvbnNlGA4gASgLMiIudGVhbS52MS5SZXN1bHRTaWdub2ZmUmVzcG9uc2VCb2R5SABCBgoEa2luZCIlChNTaHV0ZG93blJlcXVlc3RCb2R5Eg4KBnJlYXNvbhgBIAEoCSJLChRTaHV0ZG93blJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSDgoGcmVhc29uGAMgASgJIicKF1BsYW5BcHByb3ZhbFJlcXVlc3RCb2R5EgwKBHBsYW4YASABKAkigwEKGFBsYW5BcHByb3ZhbFJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSEAoIZmVlZGJhY2sYAyABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZSK0AQoUVGFza05vdGlmaWNhdGlvbkJvZHkSDwoHdGFza19pZBgBIAEoCRIjCgZzdGF0dXMYAiABKA4yEy50ZWFtLnYxLlRhc2tTdGF0dXMSEwoLZGVzY3JpcHRpb24YAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIOCgZyZXN1bHQYBSABKAkSDQoFZXJyb3IYBiABKAkSIQoFdXNhZ2UYByABKAsyEi50ZWFtLnYxLlRhc2tVc2FnZSJJCglUYXNrVXNhZ2USFAoMdG90YWxfdG9rZW5zGAEgASgEEhEKCXRvb2xfdXNlcxgCIAEoBBITCgtkdXJhdGlvbl9tcxgDIAEoBCKDAQoRUmVxdWVzdFVwZGF0ZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIiCgRraW5kGAIgASgOMhQudGVhbS52MS5SZXF1ZXN0S2luZBImCgZzdGF0dXMYAyABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSDgoGZGV0YWlsGAQgASgJIjUKFFRhc2tDbGFpbVJlcXVlc3RCb2R5Eg8KB3Rhc2tfaWQYASABKAkSDAoEbm90ZRgCIAEoCSJMChVUYXNrQ2xhaW1SZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEg4KBnJlYXNvbhgDIAEoCSIvCg5UYXNrQXNzaWduQm9keRIPCgd0YXNrX2lkGAEgASgJEgwKBG5vdGUYAiABKAkiNwoWVGFza0hhbmRvZmZSZXF1ZXN0Qm9keRIPCgd0YXNrX2lkGAEgASgJEgwKBG5vdGUYAiABKAkiTQoXVGFza0hhbmRvZmZSZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZhY2NlcHQYAiABKAgSDgoGcmVhc29uGAMgASgJIkwKGFJlc3VsdFNpZ25vZmZSZXF1ZXN0Qm9keRIPCgd0YXNrX2lkGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdzdW1tYXJ5GAMgASgJIlIKGVJlc3VsdFNpZ25vZmZSZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEhAKCGZlZWRiYWNrGAMgASgJQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_team_v1_enums]);
+  fileDesc("ChV0ZWFtL3YxL21lc3NhZ2UucHJvdG8SB3RlYW0udjEiywcKB01lc3NhZ2USDgoEdGV4dBgBIAEoCUgAEjgKEHNodXRkb3duX3JlcXVlc3QYAiABKAsyHC50ZWFtLnYxLlNodXRkb3duUmVxdWVzdEJvZHlIABI6ChFzaHV0ZG93bl9yZXNwb25zZRgDIAEoCzIdLnRlYW0udjEuU2h1dGRvd25SZXNwb25zZUJvZHlIABJBChVwbGFuX2FwcHJvdmFsX3JlcXVlc3QYBCABKAsyIC50ZWFtLnYxLlBsYW5BcHByb3ZhbFJlcXVlc3RCb2R5SAASQwoWcGxhbl9hcHByb3ZhbF9yZXNwb25zZRgFIAEoCzIhLnRlYW0udjEuUGxhbkFwcHJvdmFsUmVzcG9uc2VCb2R5SAASOgoRdGFza19ub3RpZmljYXRpb24YBiABKAsyHS50ZWFtLnYxLlRhc2tOb3RpZmljYXRpb25Cb2R5SAASNAoOcmVxdWVzdF91cGRhdGUYByABKAsyGi50ZWFtLnYxLlJlcXVlc3RVcGRhdGVCb2R5SAASOwoSdGFza19jbGFpbV9yZXF1ZXN0GAggASgLMh0udGVhbS52MS5UYXNrQ2xhaW1SZXF1ZXN0Qm9keUgAEj0KE3Rhc2tfY2xhaW1fcmVzcG9uc2UYCSABKAsyHi50ZWFtLnYxLlRhc2tDbGFpbVJlc3BvbnNlQm9keUgAEi4KC3Rhc2tfYXNzaWduGAogASgLMhcudGVhbS52MS5UYXNrQXNzaWduQm9keUgAEj8KFHRhc2tfaGFuZG9mZl9yZXF1ZXN0GAsgASgLMh8udGVhbS52MS5UYXNrSGFuZG9mZlJlcXVlc3RCb2R5SAASQQoVdGFza19oYW5kb2ZmX3Jlc3BvbnNlGAwgASgLMiAudGVhbS52MS5UYXNrSGFuZG9mZlJlc3BvbnNlQm9keUgAEkMKFnJlc3VsdF9zaWdub2ZmX3JlcXVlc3QYDSABKAsyIS50ZWFtLnYxLlJlc3VsdFNpZ25vZmZSZXF1ZXN0Qm9keUgAEkUKF3Jlc3VsdF9zaWdub2ZmX3Jlc3BvbnNlGA4gASgLMiIudGVhbS52MS5SZXN1bHRTaWdub2ZmUmVzcG9uc2VCb2R5SAASPAoScGVybWlzc2lvbl9yZXF1ZXN0GA8gASgLMh4udGVhbS52MS5QZXJtaXNzaW9uUmVxdWVzdEJvZHlIABI+ChNwZXJtaXNzaW9uX3Jlc3BvbnNlGBAgASgLMh8udGVhbS52MS5QZXJtaXNzaW9uUmVzcG9uc2VCb2R5SABCBgoEa2luZCIlChNTaHV0ZG93blJlcXVlc3RCb2R5Eg4KBnJlYXNvbhgBIAEoCSJLChRTaHV0ZG93blJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSDgoGcmVhc29uGAMgASgJIicKF1BsYW5BcHByb3ZhbFJlcXVlc3RCb2R5EgwKBHBsYW4YASABKAkigwEKGFBsYW5BcHByb3ZhbFJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg8KB2FwcHJvdmUYAiABKAgSEAoIZmVlZGJhY2sYAyABKAkSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZSK0AQoUVGFza05vdGlmaWNhdGlvbkJvZHkSDwoHdGFza19pZBgBIAEoCRIjCgZzdGF0dXMYAiABKA4yEy50ZWFtLnYxLlRhc2tTdGF0dXMSEwoLZGVzY3JpcHRpb24YAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIOCgZyZXN1bHQYBSABKAkSDQoFZXJyb3IYBiABKAkSIQoFdXNhZ2UYByABKAsyEi50ZWFtLnYxLlRhc2tVc2FnZSJJCglUYXNrVXNhZ2USFAoMdG90YWxfdG9rZW5zGAEgASgEEhEKCXRvb2xfdXNlcxgCIAEoBBITCgtkdXJhdGlvbl9tcxgDIAEoBCKDAQoRUmVxdWVzdFVwZGF0ZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIiCgRraW5kGAIgASgOMhQudGVhbS52MS5SZXF1ZXN0S2luZBImCgZzdGF0dXMYAyABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSDgoGZGV0YWlsGAQgASgJIjUKFFRhc2tDbGFpbVJlcXVlc3RCb2R5Eg8KB3Rhc2tfaWQYASABKAkSDAoEbm90ZRgCIAEoCSJMChVUYXNrQ2xhaW1SZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEg4KBnJlYXNvbhgDIAEoCSIvCg5UYXNrQXNzaWduQm9keRIPCgd0YXNrX2lkGAEgASgJEgwKBG5vdGUYAiABKAkiNwoWVGFza0hhbmRvZmZSZXF1ZXN0Qm9keRIPCgd0YXNrX2lkGAEgASgJEgwKBG5vdGUYAiABKAkiTQoXVGFza0hhbmRvZmZSZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZhY2NlcHQYAiABKAgSDgoGcmVhc29uGAMgASgJIkwKGFJlc3VsdFNpZ25vZmZSZXF1ZXN0Qm9keRIPCgd0YXNrX2lkGAEgASgJEg4KBnJlc3VsdBgCIAEoCRIPCgdzdW1tYXJ5GAMgASgJIlIKGVJlc3VsdFNpZ25vZmZSZXNwb25zZUJvZHkSEgoKcmVxdWVzdF9pZBgBIAEoCRIPCgdhcHByb3ZlGAIgASgIEhAKCGZlZWRiYWNrGAMgASgJInIKFVBlcm1pc3Npb25SZXF1ZXN0Qm9keRIRCgl0b29sX25hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFQoNaW5wdXRfcHJldmlldxgDIAEoCRIaChJydW50aW1lX3JlcXVlc3RfaWQYBCABKAkiSwoWUGVybWlzc2lvblJlc3BvbnNlQm9keRISCgpyZXF1ZXN0X2lkGAEgASgJEg0KBWFsbG93GAIgASgIEg4KBnJlYXNvbhgDIAEoCUIxCgd0ZWFtLnYxUAFaJHRlYW0tcHJvdG9jb2xzL2dlbi9nby90ZWFtL3YxO3RlYW12MWIGcHJvdG8z", [file_team_v1_enums]);
 
 /**
  * Message is what one member sends another: plain text or one of the structured
@@ -153,6 +153,24 @@ export type Message = Message$1<"team.v1.Message"> & {
      */
     value: ResultSignoffResponseBody;
     case: "resultSignoffResponse";
+  } | {
+    /**
+     * A teammate's runtime asks the lead whether it may use a tool (a permission prompt the
+     * runtime relayed, e.g. Claude Code's channel permission relay). Only to the lead, never
+     * to "*". The server assigns the request_id.
+     *
+     * @generated from field: team.v1.PermissionRequestBody permission_request = 15;
+     */
+    value: PermissionRequestBody;
+    case: "permissionRequest";
+  } | {
+    /**
+     * The lead's answer to a permission_request (or an approver's, on the lead's behalf).
+     *
+     * @generated from field: team.v1.PermissionResponseBody permission_response = 16;
+     */
+    value: PermissionResponseBody;
+    case: "permissionResponse";
   } | { case: undefined; value?: undefined };
 };
 
@@ -659,4 +677,83 @@ export type ResultSignoffResponseBody = Message$1<"team.v1.ResultSignoffResponse
  */
 export const ResultSignoffResponseBodySchema: GenMessage<ResultSignoffResponseBody> = /*@__PURE__*/
   messageDesc(file_team_v1_message, 14);
+
+/**
+ * A teammate's runtime asks the lead to allow one tool use. The fields are the runtime's
+ * prompt as it relayed it; the lead decides from them.
+ *
+ * @generated from message team.v1.PermissionRequestBody
+ */
+export type PermissionRequestBody = Message$1<"team.v1.PermissionRequestBody"> & {
+  /**
+   * The tool the runtime wants to use, e.g. "Bash" or "Write".
+   *
+   * @generated from field: string tool_name = 1;
+   */
+  toolName: string;
+
+  /**
+   * What the tool use would do, as the runtime describes it.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * A preview of the tool's input (for example the command), possibly shortened.
+   *
+   * @generated from field: string input_preview = 3;
+   */
+  inputPreview: string;
+
+  /**
+   * The runtime's own id of its prompt (Claude Code's five letters), so the bridge can
+   * give the runtime the answer. 1 to 64 characters.
+   *
+   * @generated from field: string runtime_request_id = 4;
+   */
+  runtimeRequestId: string;
+};
+
+/**
+ * Describes the message team.v1.PermissionRequestBody.
+ * Use `create(PermissionRequestBodySchema)` to create a new message.
+ */
+export const PermissionRequestBodySchema: GenMessage<PermissionRequestBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 15);
+
+/**
+ * The lead's answer to a permission request.
+ *
+ * @generated from message team.v1.PermissionResponseBody
+ */
+export type PermissionResponseBody = Message$1<"team.v1.PermissionResponseBody"> & {
+  /**
+   * The request being answered (Envelope.request_id of the permission_request).
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * true: the runtime may use the tool this once; false: it may not, and `reason` says why.
+   *
+   * @generated from field: bool allow = 2;
+   */
+  allow: boolean;
+
+  /**
+   * Required (non-blank) when allow is false.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message team.v1.PermissionResponseBody.
+ * Use `create(PermissionResponseBodySchema)` to create a new message.
+ */
+export const PermissionResponseBodySchema: GenMessage<PermissionResponseBody> = /*@__PURE__*/
+  messageDesc(file_team_v1_message, 16);
 

@@ -105,8 +105,9 @@ export type AddMemberRequest = Message<"team.v1.AddMemberRequest"> & {
   permissionMode: PermissionMode;
 
   /**
-   * MEMBER_ROLE_TEAMMATE (unset: the same) or MEMBER_ROLE_OBSERVER (read-only: it may list
-   * and watch, nothing else; see MemberRole). A team has one lead: MEMBER_ROLE_LEAD is refused.
+   * MEMBER_ROLE_TEAMMATE (unset: the same), MEMBER_ROLE_OBSERVER (read-only: it may list
+   * and watch, nothing else) or MEMBER_ROLE_APPROVER (answers the lead's approvals on its
+   * behalf; see MemberRole). A team has one lead: MEMBER_ROLE_LEAD is refused.
    *
    * @generated from field: team.v1.MemberRole role = 3;
    */
@@ -1517,7 +1518,8 @@ export const TeamService: GenService<{
     output: typeof CreateTeamResponseSchema;
   },
   /**
-   * Lead only. Adds a teammate (or, with role MEMBER_ROLE_OBSERVER, a read-only observer)
+   * Lead only. Adds a teammate (or, with role MEMBER_ROLE_OBSERVER, a read-only observer;
+   * with MEMBER_ROLE_APPROVER, a member who answers the lead's approvals)
    * and returns its token (shown only once). Adding a stopped member's name again
    * reactivates it with a new token (and the role asked for) and its old inbox.
    *

@@ -72,6 +72,13 @@ export function messageShapeViolation(c: {
         over(`${field}.reason`, v.reason, MAX_NOTE_BYTES)
       );
     }
+    case "permissionRequest":
+      return permissionShape(v);
+    case "permissionResponse":
+      return (
+        answered("message.permission_response.request_id", v.requestId) ??
+        over("message.permission_response.reason", v.reason, MAX_NOTE_BYTES)
+      );
     case "resultSignoffResponse":
       return (
         answered("message.result_signoff_response.request_id", v.requestId) ??
@@ -95,6 +102,30 @@ function resultShape(v: AnyRequest): Violation | undefined {
     taskIdViolation(v.taskId, `${field}.task_id`) ??
     over(`${field}.result`, v.result, MAX_RESULT_BYTES) ??
     over(`${field}.summary`, v.summary, MAX_NOTE_BYTES)
+  );
+}
+
+/** A relayed permission prompt: the runtime's words, bounded; its own id short and printable. */
+function permissionShape(v: AnyRequest): Violation | undefined {
+  const field = "message.permission_request";
+  if (v.toolName.trim() === "") {
+    return {
+      sentence: "tool_name is required: the tool the runtime asks for",
+      field: `${field}.tool_name`,
+    };
+  }
+  const id = [...v.runtimeRequestId].length;
+  if (id < 1 || id > 64 || /\p{Cc}/u.test(v.runtimeRequestId)) {
+    return {
+      sentence:
+        "runtime_request_id is required: the runtime's own id of the prompt, 1 to 64 printable characters",
+      field: `${field}.runtime_request_id`,
+    };
+  }
+  return (
+    over(`${field}.tool_name`, v.toolName, 256) ??
+    over(`${field}.description`, v.description, MAX_NOTE_BYTES) ??
+    over(`${field}.input_preview`, v.inputPreview, MAX_NOTE_BYTES)
   );
 }
 

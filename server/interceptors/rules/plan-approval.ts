@@ -1,16 +1,30 @@
+import { answersAsLead } from "../../domain/roles.js";
 import { type Rule, sent } from "./rule.js";
 
 // The plan-approval protocol: a teammate submits a plan to the lead; only the lead answers.
+// lead-only-approval covers permission prompts too (rules/permission.ts): the same approval.
 
-/** lead-only-approval: only the lead answers a plan approval request. */
+/**
+ * lead-only-approval: only the lead (or an approver on its behalf) answers a plan approval
+ * request or a permission request.
+ */
 export const leadOnlyApproval: Rule = {
   id: "lead-only-approval",
   refusal: "permission-denied",
   check(call) {
-    if (sent(call)?.case !== "planApprovalResponse" || call.caller?.role === "lead") {
+    const m = sent(call);
+    if (
+      (m?.case !== "planApprovalResponse" && m?.case !== "permissionResponse") ||
+      answersAsLead(call.caller?.role, m.case)
+    ) {
       return undefined;
     }
-    return { sentence: "only the team lead may approve or reject plans" };
+    return {
+      sentence:
+        m.case === "permissionResponse"
+          ? "only the team lead (or an approver on its behalf) may allow or deny a permission request"
+          : "only the team lead (or an approver on its behalf) may approve or reject plans",
+    };
   },
 };
 

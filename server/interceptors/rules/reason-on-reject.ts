@@ -12,6 +12,11 @@ const ANSWERS: Record<string, { yes: string; field: string; what: string }> = {
     field: "message.task_claim_response.reason",
     what: "rejecting a task claim",
   },
+  permissionResponse: {
+    yes: "allow",
+    field: "message.permission_response.reason",
+    what: "denying a permission request",
+  },
   taskHandoffResponse: {
     yes: "accept",
     field: "message.task_handoff_response.reason",
@@ -19,7 +24,7 @@ const ANSWERS: Record<string, { yes: string; field: string; what: string }> = {
   },
 };
 
-/** reason-on-reject: rejecting a shutdown, a task claim or a handoff says why. */
+/** reason-on-reject: rejecting a shutdown, a task claim, a handoff or a permission says why. */
 export const reasonOnReject: Rule = {
   id: "reason-on-reject",
   refusal: "invalid-argument",

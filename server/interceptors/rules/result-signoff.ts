@@ -1,3 +1,4 @@
+import { answersAsLead } from "../../domain/roles.js";
 import { type Rule, sent } from "./rule.js";
 
 // Result sign-off: the owner asks the lead to accept its result; only the lead answers.
@@ -25,10 +26,13 @@ export const leadOnlySignoff: Rule = {
   id: "lead-only-signoff",
   refusal: "permission-denied",
   check(call) {
-    if (sent(call)?.case !== "resultSignoffResponse" || call.caller?.role === "lead") {
+    const m = sent(call);
+    if (m?.case !== "resultSignoffResponse" || answersAsLead(call.caller?.role, m.case)) {
       return undefined;
     }
-    return { sentence: "only the team lead may sign off or reject a result" };
+    return {
+      sentence: "only the team lead (or an approver on its behalf) may sign off or reject a result",
+    };
   },
 };
 

@@ -74,6 +74,7 @@ const REQUEST_CASES = new Set([
   "taskClaimRequest",
   "taskHandoffRequest",
   "resultSignoffRequest",
+  "permissionRequest",
 ]);
 
 function sendShape(request: AnyRequest): Violation | undefined {

@@ -2,7 +2,9 @@ import type { Interceptor } from "@connectrpc/connect";
 import { callerKey } from "../../caller.js";
 import { RuleViolationError } from "../../errors.js";
 import { noBroadcast, serverOnly } from "./addressing.js";
+import { approverActsForLead } from "./approver.js";
 import { observerReadOnly, watchLeadOrObserver } from "./observers.js";
+import { permissionToLead } from "./permission.js";
 import { leadOnlyApproval, planToLead } from "./plan-approval.js";
 import { reasonOnReject } from "./reason-on-reject.js";
 import { feedbackOnReject, leadOnlySignoff, signoffToLead } from "./result-signoff.js";
@@ -24,6 +26,7 @@ export type { Rule, RuleCall, Violation } from "./rule.js";
 export const rules: readonly Rule[] = [
   sizeShape,
   observerReadOnly,
+  approverActsForLead,
   watchLeadOrObserver,
   serverOnly,
   noBroadcast,
@@ -32,6 +35,7 @@ export const rules: readonly Rule[] = [
   responseToLead,
   leadOnlyApproval,
   planToLead,
+  permissionToLead,
   taskToLead,
   claimToLead,
   leadOnlyAssign,

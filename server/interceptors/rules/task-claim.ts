@@ -1,3 +1,4 @@
+import { answersAsLead } from "../../domain/roles.js";
 import { type Rule, sent } from "./rule.js";
 
 // Task claim and assignment: a teammate asks the lead for a task, or the lead gives one.
@@ -34,7 +35,7 @@ export const leadOnlyAssign: Rule = {
     const m = sent(call);
     if (
       (m?.case !== "taskClaimResponse" && m?.case !== "taskAssign") ||
-      call.caller?.role === "lead"
+      answersAsLead(call.caller?.role, m.case)
     ) {
       return undefined;
     }
@@ -42,7 +43,7 @@ export const leadOnlyAssign: Rule = {
       sentence:
         m.case === "taskAssign"
           ? "only the team lead may assign tasks; claim one from the lead instead (task_claim_request)"
-          : "only the team lead may approve or reject task claims",
+          : "only the team lead (or an approver on its behalf) may approve or reject task claims",
     };
   },
 };

@@ -1,0 +1,97 @@
+import { createClient } from "@connectrpc/connect";
+import { type Browser, chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { MemberRole, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { startServer, tempDataDir } from "../support/child-server.js";
+import { transportFor } from "../support/harness.js";
+import { planRequest } from "../support/protocol-helpers.js";
+
+/**
+ * Permission requests and the approver in the console, in a real browser (Debian's chromium,
+ * driven by playwright-core) against the server as a process: the lead sees a permission
+ * request with Allow / Deny and denies it with a reason; an approver signed in sees the lead's
+ * pending approvals with their buttons and answers them for the lead. Every wait is for an
+ * element; nothing sleeps.
+ */
+
+const WAIT_MS = 60_000;
+let browser: Browser | undefined;
+beforeAll(async () => {
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function signedIn(url: string, token: string, problems: string[]): Promise<Page> {
+  const context = await browser?.newContext({ viewport: { width: 1400, height: 1000 } });
+  if (!context) throw new Error("no browser");
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
+  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  await page.goto(`${url}/`);
+  await page.fill("#token", token);
+  await page.click("#sign-in button[type=submit]");
+  await page.waitForSelector("#who");
+  return page;
+}
+
+const card = (requestId: string) => `#requests .request[data-request-id="${requestId}"]`;
+
+const permission = (runtimeRequestId: string) => ({
+  kind: {
+    case: "permissionRequest" as const,
+    value: {
+      toolName: "Bash",
+      description: "delete build/",
+      inputPreview: "rm -rf build",
+      runtimeRequestId,
+    },
+  },
+});
+
+it("the console: Allow / Deny on a permission request; an approver answers the lead's approvals", async () => {
+  const server = await startServer({ DATA_DIR: await tempDataDir() });
+  const client = (token?: string) =>
+    createClient(TeamService, transportFor(server.url, "connect", token));
+  const problems: string[] = [];
+  const created = await client().createTeam({ team: "approvals" });
+  const lead = client(created.token);
+  const alice = client((await lead.addMember({ name: "alice" })).token);
+  const judgeToken = (await lead.addMember({ name: "judge", role: MemberRole.APPROVER })).token;
+
+  // The lead denies a permission request, with a reason.
+  const first = await alice.send({ to: "team-lead", message: permission("abcde") });
+  const page = await signedIn(server.url, created.token, problems);
+  await page.waitForSelector(`${card(first.requestId)} button.approve >> text=Allow`);
+  await page.click(`${card(first.requestId)} button.reject >> text=Deny`);
+  await page.fill(`${card(first.requestId)} textarea.words`, "not on this machine");
+  await page.click(`${card(first.requestId)} button.send-rejection`);
+  await page.waitForSelector(card(first.requestId), { state: "detached" });
+  const denied = (await lead.getRequest({ requestId: first.requestId })).request;
+  expect(denied?.status).toBe(RequestStatus.REJECTED);
+  expect(denied?.response?.kind.value).toMatchObject({
+    allow: false,
+    reason: "not on this machine",
+  });
+
+  // Signed in as the approver: the lead's pending approvals, with their buttons.
+  const second = await alice.send({ to: "team-lead", message: permission("fghij") });
+  const plan = await alice.send({ to: "team-lead", message: planRequest("1. ship it") });
+  const judge = await signedIn(server.url, judgeToken, problems);
+  await judge.waitForSelector("#who >> text=approver");
+  await judge.waitForSelector(`${card(second.requestId)} .on-behalf`);
+  await judge.click(`${card(second.requestId)} button.approve >> text=Allow`);
+  await judge.waitForSelector(card(second.requestId), { state: "detached" });
+  await judge.click(`${card(plan.requestId)} button.approve >> text=Approve`);
+  await judge.waitForSelector(card(plan.requestId), { state: "detached" });
+  for (const id of [second.requestId, plan.requestId]) {
+    const r = (await lead.getRequest({ requestId: id })).request;
+    expect(r?.status, id).toBe(RequestStatus.APPROVED);
+    expect(r?.answeredBy, id).toBe("judge");
+  }
+  // No lead-only controls for the approver.
+  expect(await judge.$("#new-task")).toBeNull();
+  expect(problems).toEqual([]);
+}, 240_000);
