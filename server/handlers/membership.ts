@@ -105,6 +105,7 @@ export function membershipHandlers(deps: {
       return create(ListMembersResponseSchema, {
         members: members.map(toMember),
         you: caller.name,
+        team: caller.teamName,
       });
     },
   };

@@ -42,7 +42,7 @@ describeEachDatabase("MCP: tools", (env) => {
         const live = await waiting;
         expect(live.structuredContent).toMatchObject({
           count: 1,
-          messages: [{ seq: "3", from: "team-lead", type: "text", request_id: "" }],
+          messages: [{ seq: "3", from: "team-lead", message: { type: "text", text: "third" } }],
         });
         expect(live.text).toContain("third");
 
@@ -63,6 +63,7 @@ describeEachDatabase("MCP: tools", (env) => {
           "send_message",
           "wait_for_messages",
           "list_members",
+          "whoami",
           "get_request",
           "list_requests",
           "await_request",
@@ -142,15 +143,14 @@ describeEachDatabase("MCP: tools", (env) => {
           to: "team-lead",
           message: { type: "plan_approval_request", plan: "a plan" },
         });
-        const id = (sent.structuredContent as { requestId: string }).requestId;
+        const id = (sent.structuredContent as { request_id: string }).request_id;
         const pending = await callTool(worker, "list_requests", { status: "pending" });
         expect(pending.text).toContain(id);
         const canceled = await callTool(worker, "cancel_request", { request_id: id });
         expect(canceled.isError, canceled.text).toBeFalsy();
         const awaited = await callTool(worker, "await_request", { request_id: id });
         expect(awaited.structuredContent).toMatchObject({
-          requestId: id,
-          status: "REQUEST_STATUS_CANCELED",
+          request: { request_id: id, kind: "plan_approval", status: "canceled" },
         });
         const journal = await callTool(worker, "journal", { outcome: "accepted" });
         expect(journal.text).toContain(id);
