@@ -14,13 +14,12 @@ export interface ChannelEvent {
 
 /**
  * How pushed messages count:
- * - "ack" (`team mcp`'s default): each message is acked once its event was written, so a
- *   model that never calls a tool to read its inbox is still handed each message once. A
- *   bridge killed between the write and the ack pushes the message again on its next start
- *   (at-least-once); a request answered in between is then shown as no longer pending.
- * - "notify" (`--no-push-ack`): each message is pushed, and stays in the inbox until a path
- *   that knows the model read it (wait_for_messages, a hook) takes it: for an MCP client
- *   that drops channel events, which then loses nothing.
+ * - "notify": each message is pushed, and stays in the inbox until a path that knows the
+ *   model read it (wait_for_messages, a hook) takes it. A runtime that drops channel events
+ *   (any MCP client but a Claude Code session started with this server as a channel) then
+ *   loses nothing; one that shows them may show a message again through those paths.
+ * - "ack": each message is acked once its event was written: for a session known to show
+ *   channel events, whose model may never call a tool to read its inbox.
  */
 export type PushMode = "notify" | "ack";
 

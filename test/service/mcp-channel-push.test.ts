@@ -56,7 +56,7 @@ describeEachDatabase("MCP: channel push (team mcp)", (env) => {
     const asked = await lead.requestShutdown("worker", { reason: "done for today" });
     await until("the live message", () => events.length === 2);
 
-    const envelopes = (await worker.readInbox({ afterSeq: 0n })).envelopes;
+    const envelopes = (await worker.readInbox()).envelopes;
     expect(events.map((e) => e.content)).toEqual(envelopes.map((e) => toPromptText(e)));
     expect(events[0]?.meta).toEqual({ from: "team-lead", seq: "1", kind: "text" });
     expect(events[1]?.meta).toEqual({
@@ -75,32 +75,22 @@ describeEachDatabase("MCP: channel push (team mcp)", (env) => {
         expect(typeof v).toBe("string");
       }
     }
-    // The default acks what was pushed: wait_for_messages does not hand it over again.
-    await until("the ack", async () => (await worker.readInbox()).ackedSeq === 2n);
+    // Default mode: pushed, not acked; wait_for_messages (or a hook) still hands them over.
+    expect((await worker.readInbox()).ackedSeq).toBe(0n);
     const waited = await callTool(client, "wait_for_messages", { timeout_seconds: 0 });
-    expect(waited.text).not.toContain("read the spec first");
+    expect(waited.text).toContain("read the spec first");
   });
 
-  it("by default each message is acked once its event was written; wait_for_messages does not return it again", async () => {
+  it("--push-ack: each message acked once its event was written; wait_for_messages does not return it again", async () => {
     const { lead, worker, token } = await team();
     await lead.sendText("worker", "one");
-    const { client, events } = await bridge(token);
+    const { client, events } = await bridge(token, ["--push-ack"]);
     await lead.sendText("worker", "two");
     await until("both events", () => events.length === 2);
     await until("the ack", async () => (await worker.readInbox()).ackedSeq === 2n);
     const waited = await callTool(client, "wait_for_messages", { timeout_seconds: 0 });
     expect(waited.text).not.toContain("one");
     expect(waited.text).not.toContain("two");
-  });
-
-  it("--no-push-ack: pushed, not acked; wait_for_messages still hands them over", async () => {
-    const { lead, worker, token } = await team();
-    await lead.sendText("worker", "kept for the tools");
-    const { client, events } = await bridge(token, ["--no-push-ack"]);
-    await until("the event", () => events.length === 1);
-    expect((await worker.readInbox()).ackedSeq).toBe(0n);
-    const waited = await callTool(client, "wait_for_messages", { timeout_seconds: 0 });
-    expect(waited.text).toContain("kept for the tools");
   });
 
   it("--no-push: no capability, no events, the inbox untouched", async () => {
@@ -120,8 +110,7 @@ describeEachDatabase("MCP: channel push (team mcp)", (env) => {
     it("a request answered meanwhile is pushed again as no longer pending", async () => {
       const { lead, worker, token } = await team();
       const asked = await lead.requestShutdown("worker");
-      // Not acked by the first bridge (a client that drops events): pushed again.
-      const first = await bridge(token, ["--no-push-ack"]);
+      const first = await bridge(token);
       await until("the request", () => first.events.length === 1);
       await first.client.close();
       await worker.rejectShutdown(asked.requestId, "busy");

@@ -26,12 +26,8 @@ export function mcpCommand(program: Command): void {
       .option("--no-push", "do not push inbox messages as Claude Code channel events")
       .option(
         "--push-ack",
-        "ack each pushed message once its event was written (the default; at-least-once)",
-        true,
-      )
-      .option(
-        "--no-push-ack",
-        "push without acking: messages stay for wait_for_messages and the hooks (for a client that drops channel events)",
+        "ack each pushed message once its event was written (for a Claude Code session that shows this server's channel events)",
+        false,
       ),
   ).action(async (o: McpOptions) => {
     const client = clientFor(o);
