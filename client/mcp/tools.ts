@@ -1,4 +1,4 @@
-import { describeRequest, instant } from "@team-protocols/client/describe.js";
+import { describeRequest, instant, requestStatusWord } from "@team-protocols/client/describe.js";
 import type { Identity } from "@team-protocols/client/identity.js";
 import {
   attemptOutcomeName,
@@ -21,7 +21,7 @@ import {
 } from "@team-protocols/contract/team/v1/records_pb.js";
 import { SendResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { z } from "zod";
-import { messageInput, toMessageInit } from "./message-input.js";
+import { messageInput, messageProblem, toMessageInit } from "./message-input.js";
 import { plain } from "./plain.js";
 import { registerTaskTools } from "./task-tools.js";
 import type { ToolRegistry } from "./tool-registry.js";
@@ -44,7 +44,7 @@ export interface ToolContext {
 const request = (r: RequestRecord) => plain(RequestRecordSchema, r);
 /** One request in a list: "req_… plan_approval worker → team-lead pending (task "t-1")". */
 const requestLine = (r: RequestRecord) =>
-  `${r.requestId} ${requestKindName(r.kind)} ${r.from} → ${r.to} ${requestStatusName(r.status)}${taskOf(r) ? ` (task "${taskOf(r)}")` : ""}`;
+  `${r.requestId} ${requestKindName(r.kind)} ${r.from} → ${r.to} ${requestStatusWord(r)}${taskOf(r) ? ` (task "${taskOf(r)}")` : ""}`;
 const taskOf = (r: RequestRecord): string => {
   const taskId = (r.request?.kind.value as { taskId?: unknown } | undefined)?.taskId;
   return typeof taskId === "string" ? taskId : "";
@@ -79,6 +79,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
         "The server refuses anything else (wrong role, wrong addressee, unknown or already " +
         "answered request_id, a reject without reason) with the rule id and how to fix it. " +
         "Returns where the message was stored and its request_id.",
+      check: (args) => messageProblem(args.message),
       inputSchema: {
         to: z
           .string()
@@ -114,7 +115,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
           `Sent ${sent.type} to ${to}: stored in ${where || `${to} #${res.seq}`}.`,
           ...(answered
             ? [
-                `It answers ${requestKindName(answered.kind)} request ${answered.requestId}${task ? ` (task "${task}")` : ""}, now ${requestStatusName(answered.status)}.`,
+                `It answers ${requestKindName(answered.kind)} request ${answered.requestId}${task ? ` (task "${task}")` : ""}, now ${requestStatusWord(answered)}.`,
               ]
             : []),
           ...(res.requestId && !answered

@@ -120,8 +120,9 @@ describeEachDatabase("MCP: tools", (env) => {
         const { leadToken, token } = await team();
         const worker = await connectMcp(way, env().server.url, token);
         const asLead = await connectMcp(way, env().server.url, leadToken);
-        const names = (await worker.listPrompts()).prompts.map((p) => p.name);
-        expect(names).toEqual(["teammate", "team-lead"]);
+        // Each member is offered its own role's prompt only.
+        expect((await worker.listPrompts()).prompts.map((p) => p.name)).toEqual(["teammate"]);
+        expect((await asLead.listPrompts()).prompts.map((p) => p.name)).toEqual(["team-lead"]);
         const text = async (c: typeof worker, name: string) => {
           const content = (await c.getPrompt({ name })).messages[0]?.content;
           return content?.type === "text" ? content.text : "";
@@ -131,9 +132,29 @@ describeEachDatabase("MCP: tools", (env) => {
         expect(mate).toContain("- team-lead (lead, active)");
         expect(mate).toContain('{type: "shutdown_response", request_id, approve: true}');
         expect(mate).toContain('{type: "plan_approval_request", plan}');
+        // Every protocol a teammate takes part in, the task ones included.
+        for (const type of [
+          "task_notification",
+          "task_claim_request",
+          "result_signoff_request",
+          "task_handoff_request",
+          "task_handoff_response",
+        ]) {
+          expect(mate).toContain(`{type: "${type}"`);
+        }
         const lead = await text(asLead, "team-lead");
         expect(lead).toContain("You are team-lead, the team lead");
         expect(lead).toContain("- worker (teammate, active)");
+        for (const type of [
+          "plan_approval_response",
+          "shutdown_request",
+          "task_claim_response",
+          "task_assign",
+          "result_signoff_response",
+          "task_handoff_response",
+        ]) {
+          expect(lead).toContain(`{type: "${type}"`);
+        }
       });
 
       it("journal, list_requests, await_request and cancel_request go to the server", async () => {
