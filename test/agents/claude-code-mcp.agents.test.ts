@@ -226,6 +226,6 @@ describeEachDatabase(`Claude Code ${CLAUDE_CODE_VERSION} through the MCP tools`,
     expect([...kindsSeen].sort()).toEqual(MessageSchema.fields.map((f) => f.name).sort());
     // An answer names the task it was about, with no placeholder left.
     expect(allShown.join("\n")).toContain('approved your claim of task "t-1"');
-    expect(allShown.join("\n")).not.toContain("<task-id>");
+    expect(allShown.join("\n")).not.toContain('"<task-id>"');
   });
 });
