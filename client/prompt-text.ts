@@ -114,8 +114,8 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
       const r = kind.value;
       return block("task-claim-response", envelope, [
         r.approve
-          ? `${from} approved your claim${task} (request ${r.requestId}): the task is yours now.`
-          : `${from} rejected your claim${task} (request ${r.requestId}): the task stays unowned. Reason: ${text(r.reason)}`,
+          ? `${from} approved your ${task ? `claim${task}` : "task claim"} (request ${r.requestId}): the task is yours now.`
+          : `${from} rejected your ${task ? `claim${task}` : "task claim"} (request ${r.requestId}): the task stays unowned. Reason: ${text(r.reason)}`,
         ...(r.approve
           ? signoffHint(cli, from, options.taskId ? text(options.taskId) : "<task-id>")
           : []),

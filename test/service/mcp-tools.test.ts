@@ -193,7 +193,9 @@ describeEachDatabase("MCP: tools", (env) => {
           message: { type: "bogus" },
         });
         expect(unknownType.isError).toBe(true);
-        expect(unknownType.text).toMatch(/^invalid-input: message: /);
+        expect(unknownType.text).toMatch(
+          /^invalid-input: message.type "bogus" is not a message type; /,
+        );
         const wrongType = await callTool(worker, "wait_for_messages", { timeout_seconds: "soon" });
         expect(wrongType.text).toMatch(/^invalid-input: timeout_seconds: /);
         const tooLong = await callTool(worker, "wait_for_messages", { timeout_seconds: 301 });
