@@ -91,6 +91,13 @@ export function describeMessage(message: Message | undefined): string {
   }
 }
 
+/** A request's status as its parties say it: a handoff is accepted or declined, not approved. */
+export function requestStatusWord(r: Pick<RequestRecord, "kind" | "status">): string {
+  const word = requestStatusName(r.status);
+  if (requestKindName(r.kind) !== "task_handoff") return word;
+  return word === "approved" ? "accepted" : word === "rejected" ? "declined" : word;
+}
+
 /** A request record, one field per line. */
 export function describeRequest(r: RequestRecord): string {
   const rows: [string, string][] = [
@@ -98,7 +105,7 @@ export function describeRequest(r: RequestRecord): string {
     ["kind", requestKindName(r.kind)],
     ["from", r.from],
     ["to", r.to],
-    ["status", requestStatusName(r.status)],
+    ["status", requestStatusWord(r)],
     ["created", instant(r.createdAt)],
     ["expires", instant(r.expiresAt)],
     ["resolved", instant(r.resolvedAt)],

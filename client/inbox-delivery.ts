@@ -1,6 +1,11 @@
 import { RequestStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
 import type { Envelope } from "@team-protocols/contract/team/v1/records_pb.js";
-import { asksForAnswer, createPromptReader, type PromptReader } from "./prompt-reader.js";
+import {
+  asksForAnswer,
+  createPromptReader,
+  type PromptReader,
+  taskOfRequest,
+} from "./prompt-reader.js";
 import type { TeamClient } from "./team-client.js";
 
 /**
@@ -44,20 +49,32 @@ export async function unreadMessages(
 
 /**
  * The status of every request these envelopes ask the reader to answer, as the server has
- * it now: a redelivered request answered meanwhile then reads as settled.
+ * it now: a redelivered request answered meanwhile then reads as settled. And the task of
+ * each answer or update whose body does not name it (a task_claim_response carries only its
+ * request_id), so the model is told which task it now owns, not "<task-id>".
  */
 export async function learnStatuses(
   client: TeamClient,
   reader: PromptReader,
   envelopes: Envelope[],
 ): Promise<void> {
-  const asked = [...new Set(envelopes.filter(asksForAnswer).map((e) => e.requestId))];
-  const records = await Promise.all(
-    asked.map((id) => client.getRequest(id).catch(() => undefined)),
+  const asked = new Set(envelopes.filter(asksForAnswer).map((e) => e.requestId));
+  const answers = new Set(
+    envelopes
+      .filter((e) => e.requestId && !asksForAnswer(e) && !bodyNamesTask(e))
+      .map((e) => e.requestId),
   );
+  const ids = [...new Set([...asked, ...answers])];
+  const records = await Promise.all(ids.map((id) => client.getRequest(id).catch(() => undefined)));
   for (const record of records) {
-    if (record && record.status !== RequestStatus.PENDING) {
+    if (!record) continue;
+    if (asked.has(record.requestId) && record.status !== RequestStatus.PENDING) {
       reader.known(record.requestId, record.status);
     }
+    const taskId = taskOfRequest(record.request);
+    if (taskId) reader.knownTask(record.requestId, taskId);
   }
 }
+
+const bodyNamesTask = (e: Envelope) =>
+  typeof (e.message?.kind.value as { taskId?: unknown } | undefined)?.taskId === "string";

@@ -16,6 +16,10 @@ export interface PromptReader {
   observe(envelope: Envelope): void;
   /** Records a request's status learned elsewhere (GetRequest). */
   known(requestId: string, status: RequestStatus): void;
+  /** Records the task a request is about (GetRequest), for answers that do not name it. */
+  knownTask(requestId: string, taskId: string): void;
+  /** The task a request is about, as far as known ("" when not). */
+  taskOf(requestId: string): string;
   /** Observes the envelope, then renders it with what is known of its request. */
   render(envelope: Envelope): string;
 }
@@ -34,10 +38,17 @@ const ASKS_FOR_ANSWER = new Set([
 export const asksForAnswer = (e: Envelope): boolean =>
   e.requestId !== "" && ASKS_FOR_ANSWER.has(e.message?.kind.case ?? "");
 
+/** The task a request's record is about, when its request names one (claims, handoffs...). */
+export const taskOfRequest = (request: { kind: { value?: unknown } } | undefined): string => {
+  const taskId = (request?.kind.value as { taskId?: unknown } | undefined)?.taskId;
+  return typeof taskId === "string" ? taskId : "";
+};
+
 export function createPromptReader(options: Pick<PromptTextOptions, "answers"> = {}): PromptReader {
   const addressedHere = new Set<string>();
   const answeredHere = new Set<string>();
   const statuses = new Map<string, RequestStatus>();
+  const tasks = new Map<string, string>();
   // An answer received here: the reader asked, and the request is settled.
   const answered = (requestId: string, yes: boolean) => {
     answeredHere.add(requestId);
@@ -46,6 +57,8 @@ export function createPromptReader(options: Pick<PromptTextOptions, "answers"> =
   const observe = (e: Envelope) => {
     const kind = e.message?.kind;
     if (asksForAnswer(e)) addressedHere.add(e.requestId);
+    const taskId = (kind?.value as { taskId?: unknown } | undefined)?.taskId;
+    if (e.requestId && typeof taskId === "string" && taskId) tasks.set(e.requestId, taskId);
     switch (kind?.case) {
       case "shutdownResponse":
       case "planApprovalResponse":
@@ -69,9 +82,15 @@ export function createPromptReader(options: Pick<PromptTextOptions, "answers"> =
     known: (requestId, status) => {
       statuses.set(requestId, status);
     },
+    knownTask: (requestId, taskId) => {
+      tasks.set(requestId, taskId);
+    },
+    taskOf: (requestId) => tasks.get(requestId) ?? "",
     render(e) {
       observe(e);
       const kind = e.message?.kind;
+      const taskId = e.requestId ? tasks.get(e.requestId) : undefined;
+      const task = taskId ? { taskId } : {};
       if (kind?.case === "requestUpdate") {
         const id = kind.value.requestId;
         const side = addressedHere.has(id)
@@ -79,10 +98,10 @@ export function createPromptReader(options: Pick<PromptTextOptions, "answers"> =
           : answeredHere.has(id)
             ? "requester"
             : undefined;
-        return toPromptText(e, { ...options, ...(side ? { side } : {}) });
+        return toPromptText(e, { ...options, ...task, ...(side ? { side } : {}) });
       }
       const status = e.requestId ? statuses.get(e.requestId) : undefined;
-      return toPromptText(e, { ...options, ...(status !== undefined ? { status } : {}) });
+      return toPromptText(e, { ...options, ...task, ...(status !== undefined ? { status } : {}) });
     },
   };
 }

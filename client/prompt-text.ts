@@ -20,6 +20,12 @@ export interface PromptTextOptions {
    * to either side). Unknown: the update is worded so it is true for both.
    */
   side?: "requester" | "addressee";
+  /**
+   * The task the request is about, for an answer or update whose body does not carry it
+   * (a task_claim_response names its request only): looked up by the reader (GetRequest),
+   * so the model is told which task, never a placeholder.
+   */
+  taskId?: string;
 }
 
 /**
@@ -32,6 +38,7 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
   const cli = options.answers === "cli";
   const from = envelope.from || "the server";
   const id = envelope.requestId;
+  const task = options.taskId ? ` of task "${text(options.taskId)}"` : "";
   const kind = envelope.message?.kind ?? { case: undefined };
   // Asking for an answer to a request that is settled only earns a once-only refusal.
   const settled =
@@ -107,16 +114,18 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
       const r = kind.value;
       return block("task-claim-response", envelope, [
         r.approve
-          ? `${from} approved your task claim (request ${r.requestId}): the task is yours now.`
-          : `${from} rejected your task claim (request ${r.requestId}): the task stays unowned. Reason: ${text(r.reason)}`,
-        ...(r.approve ? signoffHint(cli, from, "<task-id>") : []),
+          ? `${from} approved your ${task ? `claim${task}` : "task claim"} (request ${r.requestId}): the task is yours now.`
+          : `${from} rejected your ${task ? `claim${task}` : "task claim"} (request ${r.requestId}): the task stays unowned. Reason: ${text(r.reason)}`,
+        ...(r.approve
+          ? signoffHint(cli, from, options.taskId ? text(options.taskId) : "<task-id>")
+          : []),
       ]);
     }
     case "taskAssign":
       return block("task-assign", envelope, [
         `${from} assigned you task "${text(kind.value.taskId)}"${said("Note", kind.value.note)}`,
         "You own it now; no answer is needed.",
-        ...signoffHint(cli, from, kind.value.taskId),
+        ...signoffHint(cli, from, text(kind.value.taskId)),
       ]);
     case "taskHandoffRequest":
       return block("task-handoff-request", envelope, [
@@ -139,8 +148,8 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
       const r = kind.value;
       return block("task-handoff-response", envelope, [
         r.accept
-          ? `${from} accepted your handoff (request ${r.requestId}): the task is no longer yours; stop working on it.`
-          : `${from} declined your handoff (request ${r.requestId}): you still own the task. Reason: ${text(r.reason)}`,
+          ? `${from} accepted your handoff${task} (request ${r.requestId}): the task is no longer yours; stop working on it.`
+          : `${from} declined your handoff${task} (request ${r.requestId}): you still own the task. Reason: ${text(r.reason)}`,
       ]);
     }
     case "resultSignoffRequest":
@@ -165,8 +174,8 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
       const r = kind.value;
       return block("result-signoff-response", envelope, [
         r.approve
-          ? `${from} signed off your result (request ${r.requestId}): the task is done.`
-          : `${from} rejected your result (request ${r.requestId}). Feedback: ${text(r.feedback)}`,
+          ? `${from} signed off your result${task} (request ${r.requestId}): the task is done.`
+          : `${from} rejected your result${task} (request ${r.requestId}). Feedback: ${text(r.feedback)}`,
         ...(r.feedback && r.approve ? [`Feedback: ${text(r.feedback)}`] : []),
         ...(r.approve
           ? []
@@ -203,7 +212,7 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
     }
     case "requestUpdate": {
       const u = kind.value;
-      const what = `${requestKindName(u.kind).replace("_", " ")} request ${u.requestId}`;
+      const what = `${requestKindName(u.kind).replace("_", " ")} request ${u.requestId}${task}`;
       const now = `is now ${requestStatusName(u.status)}: ${text(u.detail)}`;
       // Cancels reach the addressee, expiries and a stopped addressee's cancels the
       // requester: the advice differs, so it is given only when the reader's side is known.
@@ -239,12 +248,12 @@ const answerLines = (cli: boolean, ask: string, rpc: string[], commands: string[
   (cli ? commands : rpc).map((line) => `  ${line}`).join("\n"),
 ];
 
-/** An owner's next step: when the result is ready, the lead signs it off. */
+/** An owner's next step: when the result is ready, the lead signs it off (`taskId` escaped). */
 const signoffHint = (cli: boolean, lead: string, taskId: string) => [
   "When its result is ready, ask the lead to sign it off:",
   cli
-    ? `  team task signoff ${text(taskId)} --summary "<one line>" "<the result>"`
-    : `  result_signoff_request to "${lead}": { task_id: "${text(taskId)}", result: "<the result>", summary: "<one line>" }`,
+    ? `  team task signoff ${taskId} --summary "<one line>" "<the result>"`
+    : `  result_signoff_request to "${lead}": { task_id: "${taskId}", result: "<the result>", summary: "<one line>" }`,
 ];
 
 /** The task-notification block: what Claude Code injects into a coordinator's conversation. */

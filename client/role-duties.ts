@@ -35,6 +35,8 @@ export function roleDuties(role: Identity["role"]): string[] {
         "task done; a rejection needs feedback saying what to change. list_tasks shows the team's tasks.",
       "- Answer each permission_request once (a teammate's runtime asks to use a tool): send_message " +
         'to the teammate with {type: "permission_response", request_id, allow, reason}; a deny needs a reason.',
+      "- A teammate may hand a task back to you with task_handoff_request: answer it once with " +
+        '{type: "task_handoff_response", request_id, accept} (the task becomes unowned again).',
       "- add_member gives a new teammate its token and MCP configuration.",
       "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
     ];
@@ -49,6 +51,14 @@ export function roleDuties(role: Identity["role"]): string[] {
       "On a rejection, revise using the feedback and submit again (a new request).",
     "- When a task ends, report it to the lead: " +
       '{type: "task_notification", task_id, status: "completed" | "failed" | "stopped", summary, result}.',
+    "- Tasks: list_tasks {ready: true} shows what you may claim; claim one with send_message to the lead " +
+      '{type: "task_claim_request", task_id, note} (it is yours once the lead approves). A ' +
+      "task_assign from the lead makes a task yours at once.",
+    '- When a task you own is done, ask the lead to sign it off: {type: "result_signoff_request", ' +
+      "task_id, result, summary}; on a rejection act on the feedback and ask again.",
+    '- Hand a task you own to another teammate with {type: "task_handoff_request", task_id, note}; ' +
+      'answer a task_handoff_request sent to you once: {type: "task_handoff_response", request_id, ' +
+      "accept} (declining needs a reason).",
     "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
   ];
 }

@@ -20,13 +20,14 @@ const say = (text: string) => {
 interface Received {
   seq: string;
   from: string;
-  type: string;
-  request_id: string;
+  request_id?: string;
+  /** In the shape send_message takes: { type: "shutdown_request", reason }. */
+  message: { type: string };
 }
 
 /** What get_request returns for a handoff: the request as asked. */
 interface HandoffRecord {
-  taskHandoffRequest: { taskId: string };
+  request: { type: "task_handoff_request"; task_id: string };
 }
 
 const client = new Client({ name: "demo-carol", version: "1.0.0" });
@@ -55,8 +56,9 @@ try {
     const got = await call("wait_for_messages", { timeout_seconds: 60 });
     if (got.isError) throw new Error(got.text);
     for (const m of (got.structuredContent as { messages: Received[] }).messages) {
-      say(`← wait_for_messages: #${m.seq} ${m.type} from ${m.from}`);
-      if (m.type === "text" && m.from === "team-lead") {
+      const type = m.message.type;
+      say(`← wait_for_messages: #${m.seq} ${type} from ${m.from}`);
+      if (type === "text" && m.from === "team-lead") {
         say("writing the docs");
         const sent = await call("send_message", {
           to: "team-lead",
@@ -70,11 +72,11 @@ try {
         });
         if (sent.isError) throw new Error(sent.text);
         say(`reported task docs: completed (${sent.text})`);
-      } else if (m.type === "taskHandoffRequest") {
+      } else if (type === "task_handoff_request") {
         const asked = await call("get_request", { request_id: m.request_id });
         if (asked.isError) throw new Error(asked.text);
-        const taskId = (asked.structuredContent as { request: HandoffRecord }).request
-          .taskHandoffRequest.taskId;
+        const taskId = (asked.structuredContent as { request: HandoffRecord }).request.request
+          .task_id;
         const accepted = await call("send_message", {
           to: m.from,
           message: { type: "task_handoff_response", request_id: m.request_id, accept: true },
@@ -100,7 +102,7 @@ try {
         });
         if (reported.isError) throw new Error(reported.text);
         say(`reported task ${taskId}: completed`);
-      } else if (m.type === "shutdownRequest") {
+      } else if (type === "shutdown_request") {
         const answered = await call("send_message", {
           to: "team-lead",
           message: { type: "shutdown_response", request_id: m.request_id, approve: true },

@@ -115,6 +115,56 @@ export const messageInput = z
 
 export type MessageInput = z.infer<typeof messageInput>;
 
+/** Each type's fields as the description spells them: "request_id, approve, reason?". */
+function fieldsOf(type: string): string {
+  const option = structured.options.find((o) => o.shape.type.value === type);
+  if (!option) return "";
+  return Object.entries(option.shape)
+    .filter(([k]) => k !== "type")
+    .map(([k, v]) => `${k}${(v as z.ZodType).safeParse(undefined).success ? "?" : ""}`)
+    .join(", ");
+}
+
+const types = () => structured.options.map((o) => o.shape.type.value);
+
+/**
+ * What is wrong with send_message's `message`, in one sentence a model can act on, or
+ * undefined when nothing is. zod's own answer for a union lists every branch it tried; a
+ * model needs the branch it meant (the `type` it wrote) and the fields that type takes. A
+ * string that is a typed message in JSON is refused: sent as text, the model would believe
+ * it had claimed a task or answered a request.
+ */
+export function messageProblem(raw: unknown): string | undefined {
+  if (typeof raw === "string") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      return undefined;
+    }
+    const type = (parsed as { type?: unknown } | null)?.type;
+    if (typeof type === "string" && types().includes(type as never)) {
+      return `invalid-input: message is a JSON string; pass the object (message: { "type": "${type}", ${fieldsOf(type)} }), not a string. Nothing was sent; fix the call.`;
+    }
+    return undefined;
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    return raw === undefined
+      ? undefined
+      : "invalid-input: message must be plain text or an object with a type. Nothing was sent; fix the call.";
+  }
+  const type = (raw as { type?: unknown }).type;
+  if (typeof type !== "string" || !types().includes(type as never)) {
+    return `invalid-input: message.type ${type === undefined ? "is missing" : `${JSON.stringify(type)} is not a message type`}; use one of ${types().join(", ")}. Nothing was sent; fix the call.`;
+  }
+  const parsed = structured.safeParse(raw);
+  if (parsed.success) return undefined;
+  const problems = parsed.error.issues.map(
+    (i) => `${["message", ...i.path].join(".")}: ${i.message}`,
+  );
+  return `invalid-input: message was read as ${type}, which takes {${fieldsOf(type)}}: ${problems.join("; ")}. Nothing was sent; fix the call.`;
+}
+
 /** The Message a Send takes. Validation of the protocol rules is the server's. */
 export function toMessageInit(m: MessageInput): MessageInit {
   if (typeof m === "string") return textMessage(m);

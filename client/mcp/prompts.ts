@@ -4,7 +4,7 @@ import { memberRoleName, memberStatusName } from "@team-protocols/client/names.j
 import { roleDuties } from "@team-protocols/client/role-duties.js";
 import type { TeamClient } from "@team-protocols/client/team-client.js";
 
-/** The `teammate` and `team-lead` prompts: a role's duties, with the team as it is now. */
+/** The caller's role's prompt (`teammate`, `team-lead`, ...): its duties, with the team as it is now. */
 export function registerTeamPrompts(server: McpServer, client: TeamClient, me: Identity): void {
   const roster = async () =>
     (await client.members())
@@ -14,31 +14,21 @@ export function registerTeamPrompts(server: McpServer, client: TeamClient, me: I
     messages: [{ role: "user" as const, content: { type: "text" as const, text } }],
   });
 
+  // One prompt, the caller's own role's, named as Claude Code's agent teams name the roles;
+  // a role added to the contract gets its word as its prompt's name.
+  const name = me.role === "lead" ? "team-lead" : me.role;
+  const who = me.role === "lead" ? "the team lead" : `a ${me.role}`;
   server.registerPrompt(
-    "teammate",
-    { description: "Your duties as a teammate of this team, and its members." },
+    name,
+    { description: `Your duties as ${who} of this team (you are ${me.name}), and its members.` },
     async () =>
       message(
         [
-          `You are ${me.name}, a teammate. The team:`,
+          `You are ${me.name}, ${who}. The team:`,
           await roster(),
           "",
           "Duties:",
-          ...roleDuties("teammate"),
-        ].join("\n"),
-      ),
-  );
-  server.registerPrompt(
-    "team-lead",
-    { description: "Your duties as the team's lead, and its members." },
-    async () =>
-      message(
-        [
-          `You are ${me.name}, the team lead. The team:`,
-          await roster(),
-          "",
-          "Duties:",
-          ...roleDuties("lead"),
+          ...roleDuties(me.role),
         ].join("\n"),
       ),
   );

@@ -13,6 +13,8 @@ interface Tool {
   input: z.ZodObject<Shape>;
   /** Unlisted tools are still callable: the server, not the bridge, decides who may. */
   listed: boolean;
+  /** A check of the raw arguments before the schema's: its sentence refuses the call. */
+  check: ((args: Record<string, unknown>) => string | undefined) | undefined;
   /** `signal` aborts when the call is cancelled or its client goes away. */
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
 }
@@ -27,13 +29,19 @@ export class ToolRegistry {
 
   registerTool<S extends Shape>(
     name: string,
-    config: { description: string; inputSchema?: S; listed?: boolean },
+    config: {
+      description: string;
+      inputSchema?: S;
+      listed?: boolean;
+      check?: (args: Record<string, unknown>) => string | undefined;
+    },
     run: (args: z.infer<z.ZodObject<S>>, signal: AbortSignal) => Promise<CallToolResult>,
   ): void {
     this.tools.set(name, {
       description: config.description,
       input: z.object(config.inputSchema ?? {}).strict() as unknown as z.ZodObject<Shape>,
       listed: config.listed ?? true,
+      check: config.check,
       run: run as Tool["run"],
     });
   }
@@ -58,7 +66,10 @@ export class ToolRegistry {
           `unknown-tool: there is no tool "${req.params.name}"; list the tools and use one of them`,
         );
       }
-      const parsed = tool.input.safeParse(req.params.arguments ?? {});
+      const args = req.params.arguments ?? {};
+      const problem = tool.check?.(args);
+      if (problem) return inputError(problem);
+      const parsed = tool.input.safeParse(args);
       if (!parsed.success) {
         const problems = parsed.error.issues.map(
           (i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`,

@@ -2,11 +2,17 @@ import { Code } from "@connectrpc/connect";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { TeamError } from "@team-protocols/client/team-error.js";
 
-/** A successful tool result: text for the model, the same data structured for programs. */
-export function ok(text: string, structured?: Record<string, unknown>): CallToolResult {
+/**
+ * A successful tool result, one style for every tool: the readable text, and the same text
+ * first in `structuredContent` with the data beside it (snake_case keys, enum words: see
+ * plain.ts). Claude Code hands a model the structuredContent when there is one and drops the
+ * text blocks, so whatever the text says must be in it: a model given only the structured
+ * result still reads each message, its answer lines and every hint the text gives.
+ */
+export function ok(text: string, data: Record<string, unknown> = {}): CallToolResult {
   return {
     content: [{ type: "text", text }],
-    ...(structured ? { structuredContent: structured } : {}),
+    structuredContent: { text, ...data },
   };
 }
 

@@ -1,21 +1,28 @@
-import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
+import { describeRequest, instant, requestStatusWord } from "@team-protocols/client/describe.js";
 import type { Identity } from "@team-protocols/client/identity.js";
 import {
+  attemptOutcomeName,
   memberRoleName,
   memberStatusName,
   permissionModeName,
+  requestKindName,
   requestKindNames,
+  requestStatusName,
   requestStatusNames,
 } from "@team-protocols/client/names.js";
 import type { TeamClient } from "@team-protocols/client/team-client.js";
-import { MemberSchema, RequestRecordSchema } from "@team-protocols/contract/team/v1/records_pb.js";
+import { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import {
-  ListAttemptsResponseSchema,
-  ListRequestsResponseSchema,
-  SendResponseSchema,
-} from "@team-protocols/contract/team/v1/team_service_pb.js";
+  AttemptSchema,
+  EnvelopeSchema,
+  MemberSchema,
+  type RequestRecord,
+  RequestRecordSchema,
+} from "@team-protocols/contract/team/v1/records_pb.js";
+import { SendResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { z } from "zod";
-import { messageInput, toMessageInit } from "./message-input.js";
+import { messageInput, messageProblem, toMessageInit } from "./message-input.js";
+import { plain } from "./plain.js";
 import { registerTaskTools } from "./task-tools.js";
 import type { ToolRegistry } from "./tool-registry.js";
 import { guarded, ok } from "./tool-result.js";
@@ -34,9 +41,14 @@ export interface ToolContext {
   configFor(token: string, name: string): unknown;
 }
 
-const json = <Desc extends DescMessage>(schema: Desc, m: MessageShape<Desc>) =>
-  toJson(schema, m, { alwaysEmitImplicit: true }) as Record<string, unknown>;
-const show = (value: unknown) => JSON.stringify(value, null, 2);
+const request = (r: RequestRecord) => plain(RequestRecordSchema, r);
+/** One request in a list: "req_… plan_approval worker → team-lead pending (task "t-1")". */
+const requestLine = (r: RequestRecord) =>
+  `${r.requestId} ${requestKindName(r.kind)} ${r.from} → ${r.to} ${requestStatusWord(r)}${taskOf(r) ? ` (task "${taskOf(r)}")` : ""}`;
+const taskOf = (r: RequestRecord): string => {
+  const taskId = (r.request?.kind.value as { taskId?: unknown } | undefined)?.taskId;
+  return typeof taskId === "string" ? taskId : "";
+};
 const requestIdInput = z.string().min(1).describe("A request_id, as send_message returned it.");
 
 /**
@@ -67,6 +79,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
         "The server refuses anything else (wrong role, wrong addressee, unknown or already " +
         "answered request_id, a reject without reason) with the rule id and how to fix it. " +
         "Returns where the message was stored and its request_id.",
+      check: (args) => messageProblem(args.message),
       inputSchema: {
         to: z
           .string()
@@ -81,12 +94,41 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     },
     ({ to, message }) =>
       guarded(async () => {
-        const res = await client.send(to, toMessageInit(message));
+        const init = toMessageInit(message);
+        const res = await client.send(to, init);
         const where = res.deliveries.map((d) => `${d.to} #${d.seq}`).join(", ");
-        return ok(
-          `Stored in ${where || `${to} #${res.seq}`}.${res.requestId ? ` request_id: ${res.requestId}` : ""}`,
-          json(SendResponseSchema, res),
+        const sent = plain(
+          MessageSchema,
+          init as Parameters<typeof plain<typeof MessageSchema>>[1],
         );
+        // An answer names what it answered: the request, and the task it was about.
+        const answered =
+          typeof message === "object" && "request_id" in message
+            ? await client.getRequest(message.request_id).catch(() => undefined)
+            : undefined;
+        const task = answered
+          ? taskOf(answered)
+          : typeof sent.task_id === "string"
+            ? sent.task_id
+            : "";
+        const lines = [
+          `Sent ${sent.type} to ${to}: stored in ${where || `${to} #${res.seq}`}.`,
+          ...(answered
+            ? [
+                `It answers ${requestKindName(answered.kind)} request ${answered.requestId}${task ? ` (task "${task}")` : ""}, now ${requestStatusWord(answered)}.`,
+              ]
+            : []),
+          ...(res.requestId && !answered
+            ? [
+                `It opened request ${res.requestId}${task ? ` (task "${task}")` : ""}: the answer arrives as a message (wait_for_messages).`,
+              ]
+            : []),
+        ];
+        return ok(lines.join("\n"), {
+          ...plain(SendResponseSchema, res),
+          ...(task ? { task_id: task } : {}),
+          ...(answered ? { answered: request(answered) } : {}),
+        });
       }),
   );
 
@@ -124,16 +166,22 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
           max: max ?? 100,
           signal,
         });
+        // `text` holds every message as the model should read it (with the answer each
+        // expects); `messages` the same envelopes as data, each message in the shape
+        // send_message takes ({ type: "shutdown_request", reason }).
         return ok(r.text, {
           count: r.envelopes.length,
           seqs: r.envelopes.map((e) => String(e.seq)),
-          // For programs driving the tools (the demo's scripted MCP teammate).
-          messages: r.envelopes.map((e) => ({
-            seq: String(e.seq),
-            from: e.from,
-            type: e.message?.kind.case ?? "",
-            request_id: e.requestId,
-          })),
+          messages: r.envelopes.map((e) => {
+            const { message, team: _team, ...envelope } = plain(EnvelopeSchema, e);
+            const task = ctx.cursor.reader.taskOf(e.requestId);
+            return {
+              ...envelope,
+              from: e.from || "server",
+              ...(task && !(message as { task_id?: string }).task_id ? { task_id: task } : {}),
+              message,
+            };
+          }),
         });
       }),
   );
@@ -142,7 +190,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     "list_members",
     {
       description:
-        "The team's members (active and stopped) with role, status and permission mode. Anyone may call it.",
+        "The team's members (active and stopped) with role, status and permission mode; you are marked. Anyone may call it.",
     },
     () =>
       guarded(async () => {
@@ -151,7 +199,37 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
           (m) =>
             `${m.name}: ${memberRoleName(m.role)}, ${memberStatusName(m.status)}, mode ${permissionModeName(m.permissionMode)}${m.name === me.name ? " (you)" : ""}`,
         );
-        return ok(lines.join("\n"), { members: members.map((m) => json(MemberSchema, m)) });
+        return ok(lines.join("\n"), {
+          you: me.name,
+          members: members.map((m) => ({
+            ...plain(MemberSchema, m),
+            ...(m.name === me.name ? { you: true } : {}),
+          })),
+        });
+      }),
+  );
+
+  server.registerTool(
+    "whoami",
+    {
+      description:
+        "Who you are in the team: its name, your member name, role and permission mode, and the lead's name (answers, plans and reports go to the lead).",
+    },
+    () =>
+      guarded(async () => {
+        const self = (await client.members()).find((m) => m.name === me.name);
+        const mode = self ? permissionModeName(self.permissionMode) : "unspecified";
+        const data = {
+          ...(me.team ? { team: me.team } : {}),
+          name: me.name,
+          role: me.role,
+          permission_mode: mode,
+          lead: me.lead,
+        };
+        return ok(
+          `You are ${me.name}, ${me.role === "lead" ? "the lead" : `a ${me.role}`}${me.team ? ` of team "${me.team}"` : ""}, permission mode ${mode}. The lead is ${me.lead}.`,
+          data,
+        );
       }),
   );
 
@@ -164,8 +242,8 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     },
     ({ request_id }) =>
       guarded(async () => {
-        const r = json(RequestRecordSchema, await client.getRequest(request_id));
-        return ok(show(r), r);
+        const r = await client.getRequest(request_id);
+        return ok(requestText(r), { request: request(r) });
       }),
   );
 
@@ -180,11 +258,13 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     },
     ({ status, kind }) =>
       guarded(async () => {
-        const r = json(
-          ListRequestsResponseSchema,
-          await client.listRequests({ ...(status ? { status } : {}), ...(kind ? { kind } : {}) }),
-        );
-        return ok(show(r), r);
+        const { requests } = await client.listRequests({
+          ...(status ? { status } : {}),
+          ...(kind ? { kind } : {}),
+        });
+        return ok(requests.map(requestLine).join("\n") || "No requests.", {
+          requests: requests.map(request),
+        });
       }),
   );
 
@@ -207,13 +287,14 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     },
     ({ request_id, timeout_seconds }) =>
       guarded(async () => {
-        const r = json(
-          RequestRecordSchema,
-          await client.awaitRequest(request_id, {
-            timeoutMs: (timeout_seconds ?? DEFAULT_WAIT_SECONDS) * 1000,
-          }),
-        );
-        return ok(show(r), r);
+        const r = await client.awaitRequest(request_id, {
+          timeoutMs: (timeout_seconds ?? DEFAULT_WAIT_SECONDS) * 1000,
+        });
+        const still =
+          requestStatusName(r.status) === "pending"
+            ? "\nStill pending: call await_request again to keep waiting."
+            : "";
+        return ok(`${requestText(r)}${still}`, { request: request(r) });
       }),
   );
 
@@ -227,8 +308,8 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     },
     ({ request_id }) =>
       guarded(async () => {
-        const r = json(RequestRecordSchema, await client.cancelRequest(request_id));
-        return ok(show(r), r);
+        const r = await client.cancelRequest(request_id);
+        return ok(`Canceled.\n${requestText(r)}`, { request: request(r) });
       }),
   );
 
@@ -246,18 +327,27 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     },
     ({ member, outcome }) =>
       guarded(async () => {
-        const r = json(
-          ListAttemptsResponseSchema,
-          await client.listAttempts({
-            ...(member ? { member } : {}),
-            ...(outcome ? { outcome } : {}),
-          }),
+        const { attempts } = await client.listAttempts({
+          ...(member ? { member } : {}),
+          ...(outcome ? { outcome } : {}),
+        });
+        const lines = attempts.map(
+          (a) =>
+            `${instant(a.at)} ${a.member} ${a.action}${a.to ? ` → ${a.to}` : ""}${a.requestId ? ` ${a.requestId}` : ""}: ${attemptOutcomeName(a.outcome)}${a.rule ? ` (${a.rule}: ${a.message})` : ""}`,
         );
-        return ok(show(r), r);
+        return ok(lines.join("\n") || "No attempts.", {
+          attempts: attempts.map((a) => plain(AttemptSchema, a)),
+        });
       }),
   );
 
   registerLeadTools(server, ctx, me.role === "lead");
+}
+
+/** A request as text: its fields, what was asked and the answer (describeRequest), and its task. */
+function requestText(r: RequestRecord): string {
+  const task = taskOf(r);
+  return `${describeRequest(r)}${task ? `\ntask     ${task}` : ""}`;
 }
 
 /** Listed for the lead only; callable by anyone, and the server refuses them to a teammate. */
@@ -278,7 +368,7 @@ function registerLeadTools(server: ToolRegistry, ctx: ToolContext, listed: boole
         const res = await client.addMember(name);
         const config = ctx.configFor(res.token, name);
         return ok(
-          `Added ${name}. Token (shown once): ${res.token}\nMCP configuration for ${name}:\n${show(config)}`,
+          `Added ${name}. Token (shown once): ${res.token}\nMCP configuration for ${name}:\n${JSON.stringify(config, null, 2)}`,
           { token: res.token, config },
         );
       }),
@@ -293,8 +383,10 @@ function registerLeadTools(server: ToolRegistry, ctx: ToolContext, listed: boole
     },
     ({ name }) =>
       guarded(async () => {
-        const m = json(MemberSchema, await client.removeMember(name));
-        return ok(`Removed ${name}.`, m);
+        const m = await client.removeMember(name);
+        return ok(`Removed ${name}: its token no longer works.`, {
+          member: plain(MemberSchema, m),
+        });
       }),
   );
 }

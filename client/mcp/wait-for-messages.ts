@@ -1,8 +1,10 @@
-import { toPromptText } from "@team-protocols/client/prompt-text.js";
+import { learnStatuses } from "@team-protocols/client/inbox-delivery.js";
+import { createPromptReader, type PromptReader } from "@team-protocols/client/prompt-reader.js";
 import type { TeamClient } from "@team-protocols/client/team-client.js";
 import type { Envelope } from "@team-protocols/contract/team/v1/records_pb.js";
 
-export const DEFAULT_WAIT_SECONDS = 30;
+/** Under the tool-call time limits of common MCP clients (some give up at 30 s or 60 s). */
+export const DEFAULT_WAIT_SECONDS = 25;
 export const MAX_WAIT_SECONDS = 300;
 
 /**
@@ -20,12 +22,15 @@ export interface InboxCursor {
   pendingAck: Promise<void>;
   /** Calls for one member run one at a time, so two never return the same message. */
   queue: Promise<unknown>;
+  /** What this member was shown so far: a request settled since reads as settled. */
+  reader: PromptReader;
 }
 
 export const newInboxCursor = (): InboxCursor => ({
   returnedSeq: undefined,
   pendingAck: Promise.resolve(),
   queue: Promise.resolve(),
+  reader: createPromptReader(),
 });
 
 export interface WaitOptions {
@@ -37,6 +42,8 @@ export interface WaitOptions {
 
 export interface WaitResult {
   envelopes: Envelope[];
+  /** Each envelope as the model reads it (toPromptText, from this member's side). */
+  texts: string[];
   text: string;
 }
 
@@ -66,6 +73,9 @@ async function waitOnce(
   if (envelopes.length === 0 && timeoutSeconds > 0) {
     envelopes = await firstLive(client, after ?? backlog.ackedSeq, timeoutSeconds, max, signal);
   }
+  // A request answered elsewhere (the lead's console, the CLI) is not asked again.
+  await learnStatuses(client, cursor.reader, envelopes);
+  const texts = envelopes.map((e) => cursor.reader.render(e));
   const last = envelopes.at(-1);
   if (last) {
     cursor.returnedSeq = last.seq;
@@ -79,9 +89,9 @@ async function waitOnce(
   }
   const text =
     envelopes.length === 0
-      ? `No messages within ${timeoutSeconds} s. Call wait_for_messages again to keep waiting.`
-      : envelopes.map((e) => toPromptText(e)).join("\n\n");
-  return { envelopes, text };
+      ? `Nothing yet: no message arrived within ${timeoutSeconds} s. Call wait_for_messages again to keep waiting.`
+      : texts.join("\n\n");
+  return { envelopes, texts, text };
 }
 
 /** Subscribes after `afterSeq` (live delivery, not polling) until a message or the timeout. */

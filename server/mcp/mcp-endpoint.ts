@@ -89,7 +89,7 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
     const mcpUrl = `http://${req.headers.host ?? "HOST:8080"}${MCP_PATH}`;
     const server = createTeamMcpServer({
       client,
-      me: { name: caller.name, role: caller.role, lead: caller.lead.name },
+      me: { team: caller.teamName, name: caller.name, role: caller.role, lead: caller.lead.name },
       cursor: cursorOf(caller.id),
       configFor: (newToken) => httpConfig(mcpUrl, newToken),
     });

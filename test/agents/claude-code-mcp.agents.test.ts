@@ -1,6 +1,10 @@
+import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { createTeamClient, type TeamClient, toPromptText } from "../../client/index.js";
+import { unreadMessages } from "../../client/inbox-delivery.js";
+import { createTeamClient, type TeamClient } from "../../client/index.js";
+import { plain } from "../../client/mcp/plain.js";
 import { MemberStatus, PermissionMode, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { MessageSchema } from "../../gen/team/v1/message_pb.js";
 import { CLAUDE_CODE_VERSION, claudeProject } from "../support/claude-code.js";
 import { type ModelRequest, startFakeAnthropic } from "../support/fake-anthropic.js";
 import { describeEachDatabase, uniqueName } from "../support/harness.js";
@@ -108,16 +112,7 @@ describeEachDatabase(`Claude Code ${CLAUDE_CODE_VERSION} through the MCP tools`,
           }
           return teamTool("wait_for_messages", { timeout_seconds: 30 });
         };
-        const fake = await startFakeAnthropic(async (r) => {
-          const t = await model(r);
-          console.log(
-            "SHOWN:",
-            newSinceLastTurn(r).slice(-400),
-            "\nDID:",
-            JSON.stringify(t).slice(0, 300),
-          );
-          return t;
-        });
+        const fake = await startFakeAnthropic(model);
         try {
           const run = await teammate(way, fake.url, token);
           const result = await run("You are worker, in plan mode. Get your plan approved.");
@@ -152,55 +147,85 @@ describeEachDatabase(`Claude Code ${CLAUDE_CODE_VERSION} through the MCP tools`,
     });
   }
 
-  it("what the model is shown for every kind of message a teammate receives", async () => {
+  it("what the model is shown for every kind of message: its whole text, its fields as send_message names them, no enum constants", async () => {
     const anon = createTeamClient({ baseUrl: env().server.url });
     const created = await anon.createTeam(uniqueName("team"), { leadPermissionMode: "plan" });
     const lead = anon.withToken(created.token);
     const workerToken = (await lead.addMember("worker")).token;
+    const helperToken = (await lead.addMember("helper")).token;
     const worker = lead.withToken(workerToken);
-    const helper = lead.withToken((await lead.addMember("helper")).token);
+    const helper = lead.withToken(helperToken);
+    // Every kind of message, each to one of the three members.
     await lead.sendText("worker", "start with the parser");
     const plan = await worker.submitPlan("1. tests");
     await lead.rejectPlan(plan.requestId, "smaller steps");
     const claim = await worker.claimTask("t-1", { note: "I know it" });
     await lead.approveClaim(claim.requestId);
     await lead.assignTask("t-2", "helper", { note: "docs" });
-    await helper.handOffTask("t-2", "worker", "half done");
-    const signoff = await worker.requestSignoff("t-1", "parser rewritten");
+    const handoff = await helper.handOffTask("t-2", "worker", "half done");
+    await worker.rejectHandoff(handoff.requestId, "busy with t-1");
+    const signoff = await worker.requestSignoff("t-1", "parser rewritten", { summary: "parser" });
     await lead.rejectSignoff(signoff.requestId, "add a changelog entry");
+    await helper.notifyTask({ taskId: "t-3", status: "completed", result: "docs built" });
     const stop = await lead.requestShutdown("worker", { reason: "end of day" });
     await lead.cancelRequest(stop.requestId);
-    const expected = (await worker.readInbox({ limit: 50 })).envelopes;
-    expect(new Set(expected.map((e) => e.message?.kind.case))).toEqual(
-      new Set([
-        "text",
-        "planApprovalResponse",
-        "taskClaimResponse",
-        "taskHandoffRequest",
-        "resultSignoffResponse",
-        "shutdownRequest",
-        "requestUpdate",
-      ]),
-    );
+    const stopHelper = await lead.requestShutdown("helper", { reason: "wrap up" });
+    await helper.rejectShutdown(stopHelper.requestId, "docs half built");
 
-    let waited = false;
-    const fake = await startFakeAnthropic((request) => {
-      if (!hasTeamTools(request)) return waitForTeamTools;
-      if (waited) return { text: "Read them." };
-      waited = true;
-      return teamTool("wait_for_messages", { timeout_seconds: 0, max: 50 });
-    });
-    try {
-      const run = await teammate("stdio", fake.url, workerToken);
-      expect((await run("Read your messages.")).code).toBe(0);
-      const shown = toolResults(fake.requests).join("\n");
-      for (const envelope of expected) {
-        // Each message as toPromptText renders it: its body and the answer it expects.
-        const text = toPromptText(envelope).split("\n").slice(1, -1).join("\n");
-        expect(shown, envelope.message?.kind.case).toContain(text);
+    const members = [
+      { name: "worker", token: workerToken, client: worker },
+      { name: "team-lead", token: created.token, client: lead },
+      { name: "helper", token: helperToken, client: helper },
+    ];
+    const kindsSeen = new Set<string>();
+    const allShown: string[] = [];
+    for (const member of members) {
+      // What the member should read: each message rendered from its side (a request settled
+      // since reads as settled, an answer names its task), as the hooks would show it too.
+      const expected = await unreadMessages(member.client, { limit: 50 });
+      let step = 0;
+      const fake = await startFakeAnthropic((request) => {
+        if (!hasTeamTools(request)) return waitForTeamTools;
+        step++;
+        if (step === 1) return teamTool("wait_for_messages", { timeout_seconds: 0, max: 50 });
+        if (step === 2) return teamTool("list_members", {});
+        return { text: "Read them." };
+      });
+      try {
+        const run = await teammate("stdio", fake.url, member.token);
+        expect((await run("Read your messages.")).code).toBe(0);
+        const shown = toolResults(fake.requests).join("\n");
+        allShown.push(shown);
+        expect(expected.envelopes.length).toBeGreaterThan(0);
+        expected.envelopes.forEach((envelope, i) => {
+          const kind = plain(MessageSchema, envelope.message ?? create(MessageSchema)).type;
+          kindsSeen.add(String(kind));
+          // The whole text toPromptText writes: the body and the exact answer expected.
+          expect(shown, `${member.name}: ${kind}`).toContain(expected.texts[i]);
+          // The message's fields, as send_message names them.
+          for (const [field, value] of Object.entries(
+            plain(MessageSchema, envelope.message ?? create(MessageSchema)),
+          )) {
+            const line = typeof value === "string" ? value : `${field}: ${String(value)}`;
+            expect(shown, `${member.name}: ${kind}.${field}`).toContain(line);
+          }
+        });
+        // Enum values as words, never the contract's constants or its TypeScript names.
+        expect(shown).not.toMatch(
+          /\b(MEMBER_ROLE|MEMBER_STATUS|PERMISSION_MODE|REQUEST_STATUS|REQUEST_KIND|TASK_STATUS)_/,
+        );
+        expect(shown).not.toMatch(/"type": ?"[a-z]+[A-Z]/);
+        expect(shown).toContain(
+          `${member.name}: ${member.name === "team-lead" ? "lead" : "teammate"}, active`,
+        );
+      } finally {
+        await fake.close();
       }
-    } finally {
-      await fake.close();
     }
+    // Every kind the contract has was shown to a model (a new kind needs a case here).
+    expect([...kindsSeen].sort()).toEqual(MessageSchema.fields.map((f) => f.name).sort());
+    // An answer names the task it was about, with no placeholder left.
+    expect(allShown.join("\n")).toContain('approved your claim of task "t-1"');
+    expect(allShown.join("\n")).not.toContain('"<task-id>"');
   });
 });

@@ -29,7 +29,7 @@ describeEachDatabase("MCP: protocols", (env) => {
           message: { type: "plan_approval_request", plan: "rewrite everything" },
         });
         expect(first.isError, first.text).toBeFalsy();
-        const firstId = (first.structuredContent as { requestId: string }).requestId;
+        const firstId = (first.structuredContent as { request_id: string }).request_id;
         expect(first.text).toContain(firstId);
         await lead.rejectPlan(firstId, "add tests first");
 
@@ -41,7 +41,7 @@ describeEachDatabase("MCP: protocols", (env) => {
           to: "team-lead",
           message: { type: "plan_approval_request", plan: "tests, then the rewrite" },
         });
-        const secondId = (second.structuredContent as { requestId: string }).requestId;
+        const secondId = (second.structuredContent as { request_id: string }).request_id;
         expect(secondId).not.toBe(firstId);
         await lead.approvePlan(secondId);
 

@@ -17,7 +17,7 @@ describeEachDatabase("MCP: tasks", (env) => {
     return { lead, leadToken: created.token, tokens };
   }
   const requestIdOf = (r: { structuredContent?: unknown }) =>
-    (r.structuredContent as { requestId: string }).requestId;
+    (r.structuredContent as { request_id: string }).request_id;
 
   for (const way of mcpWays) {
     describe(way, () => {

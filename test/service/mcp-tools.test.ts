@@ -42,7 +42,7 @@ describeEachDatabase("MCP: tools", (env) => {
         const live = await waiting;
         expect(live.structuredContent).toMatchObject({
           count: 1,
-          messages: [{ seq: "3", from: "team-lead", type: "text", request_id: "" }],
+          messages: [{ seq: "3", from: "team-lead", message: { type: "text", text: "third" } }],
         });
         expect(live.text).toContain("third");
 
@@ -63,6 +63,7 @@ describeEachDatabase("MCP: tools", (env) => {
           "send_message",
           "wait_for_messages",
           "list_members",
+          "whoami",
           "get_request",
           "list_requests",
           "await_request",
@@ -119,8 +120,9 @@ describeEachDatabase("MCP: tools", (env) => {
         const { leadToken, token } = await team();
         const worker = await connectMcp(way, env().server.url, token);
         const asLead = await connectMcp(way, env().server.url, leadToken);
-        const names = (await worker.listPrompts()).prompts.map((p) => p.name);
-        expect(names).toEqual(["teammate", "team-lead"]);
+        // Each member is offered its own role's prompt only.
+        expect((await worker.listPrompts()).prompts.map((p) => p.name)).toEqual(["teammate"]);
+        expect((await asLead.listPrompts()).prompts.map((p) => p.name)).toEqual(["team-lead"]);
         const text = async (c: typeof worker, name: string) => {
           const content = (await c.getPrompt({ name })).messages[0]?.content;
           return content?.type === "text" ? content.text : "";
@@ -130,9 +132,29 @@ describeEachDatabase("MCP: tools", (env) => {
         expect(mate).toContain("- team-lead (lead, active)");
         expect(mate).toContain('{type: "shutdown_response", request_id, approve: true}');
         expect(mate).toContain('{type: "plan_approval_request", plan}');
+        // Every protocol a teammate takes part in, the task ones included.
+        for (const type of [
+          "task_notification",
+          "task_claim_request",
+          "result_signoff_request",
+          "task_handoff_request",
+          "task_handoff_response",
+        ]) {
+          expect(mate).toContain(`{type: "${type}"`);
+        }
         const lead = await text(asLead, "team-lead");
         expect(lead).toContain("You are team-lead, the team lead");
         expect(lead).toContain("- worker (teammate, active)");
+        for (const type of [
+          "plan_approval_response",
+          "shutdown_request",
+          "task_claim_response",
+          "task_assign",
+          "result_signoff_response",
+          "task_handoff_response",
+        ]) {
+          expect(lead).toContain(`{type: "${type}"`);
+        }
       });
 
       it("journal, list_requests, await_request and cancel_request go to the server", async () => {
@@ -142,15 +164,14 @@ describeEachDatabase("MCP: tools", (env) => {
           to: "team-lead",
           message: { type: "plan_approval_request", plan: "a plan" },
         });
-        const id = (sent.structuredContent as { requestId: string }).requestId;
+        const id = (sent.structuredContent as { request_id: string }).request_id;
         const pending = await callTool(worker, "list_requests", { status: "pending" });
         expect(pending.text).toContain(id);
         const canceled = await callTool(worker, "cancel_request", { request_id: id });
         expect(canceled.isError, canceled.text).toBeFalsy();
         const awaited = await callTool(worker, "await_request", { request_id: id });
         expect(awaited.structuredContent).toMatchObject({
-          requestId: id,
-          status: "REQUEST_STATUS_CANCELED",
+          request: { request_id: id, kind: "plan_approval", status: "canceled" },
         });
         const journal = await callTool(worker, "journal", { outcome: "accepted" });
         expect(journal.text).toContain(id);
@@ -172,7 +193,9 @@ describeEachDatabase("MCP: tools", (env) => {
           message: { type: "bogus" },
         });
         expect(unknownType.isError).toBe(true);
-        expect(unknownType.text).toMatch(/^invalid-input: message: /);
+        expect(unknownType.text).toMatch(
+          /^invalid-input: message.type "bogus" is not a message type; /,
+        );
         const wrongType = await callTool(worker, "wait_for_messages", { timeout_seconds: "soon" });
         expect(wrongType.text).toMatch(/^invalid-input: timeout_seconds: /);
         const tooLong = await callTool(worker, "wait_for_messages", { timeout_seconds: 301 });

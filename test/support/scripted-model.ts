@@ -24,12 +24,38 @@ export function flatten(content: string | ContentBlock[] | undefined): string {
       b.type === "text"
         ? (b.text ?? "")
         : b.type === "tool_result"
-          ? flatten(b.content)
+          ? readJson(flatten(b.content))
           : b.type === "tool_use"
             ? `${b.name} ${JSON.stringify(b.input)}`
             : "",
     )
     .join("\n");
+}
+
+/**
+ * A tool result as a model reads it. Claude Code hands the model a tool's structuredContent
+ * as JSON; a model reads the strings in it as text (`\n` a line break, `\"` a quote), so the
+ * scripted model reads each value: a string decoded, anything else as `key: value`. What the
+ * model was shown is still asserted on: a word missing from the JSON is missing here.
+ */
+export function readJson(text: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return text;
+  }
+  if (typeof value !== "object" || value === null) return text;
+  const lines: string[] = [];
+  const walk = (v: unknown, key: string): void => {
+    if (typeof v === "string") lines.push(v);
+    else if (Array.isArray(v)) for (const item of v) walk(item, key);
+    else if (typeof v === "object" && v !== null)
+      for (const [k, x] of Object.entries(v)) walk(x, k);
+    else lines.push(`${key}: ${String(v)}`);
+  };
+  walk(value, "");
+  return lines.join("\n");
 }
 
 /** Every text the model was shown in this request, system prompt included. */
