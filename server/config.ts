@@ -32,6 +32,10 @@ export interface Config {
   /** A response whose client reads nothing for this long is cut (the slow-consumer guard). */
   slowConsumerTimeoutMs: number;
   requestTimeoutMs: number;
+  /** An HTTP/2 connection with no open stream for this long is closed (GOAWAY). */
+  idleConnectionTimeoutMs: number;
+  /** Open connections past which new ones are refused at accept. */
+  maxConnections: number;
   sendRatePerSec: number;
   sendBurst: number;
   retentionDays: number;
@@ -327,10 +331,31 @@ function createProgram(name = "team-protocols"): Command {
         .argParser(wholeNumber("SLOW_CONSUMER_TIMEOUT_MS", 100)),
     )
     .addOption(
-      new Option("--request-timeout-ms <ms>", "time for a whole HTTP/1.1 request to arrive")
+      new Option(
+        "--request-timeout-ms <ms>",
+        "time for a whole request to arrive: HTTP/1.1 headers and body, an HTTP/2 request's body",
+      )
         .env("REQUEST_TIMEOUT_MS")
         .default(60_000)
         .argParser(wholeNumber("REQUEST_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option(
+        "--idle-connection-timeout-ms <ms>",
+        "an HTTP/2 connection with no open call for this long is closed (GOAWAY; PINGs do not count)",
+      )
+        .env("IDLE_CONNECTION_TIMEOUT_MS")
+        .default(300_000)
+        .argParser(wholeNumber("IDLE_CONNECTION_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option(
+        "--max-connections <n>",
+        "open connections past which new ones are refused at accept (keep it under ulimit -n)",
+      )
+        .env("MAX_CONNECTIONS")
+        .default(10_000)
+        .argParser(wholeNumber("MAX_CONNECTIONS", 1)),
     )
     .addOption(
       new Option("--send-rate <n>", "sends a member may make per second (0: no limit)")
@@ -429,6 +454,8 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     headersTimeoutMs: o.headersTimeoutMs,
     slowConsumerTimeoutMs: o.slowConsumerTimeoutMs,
     requestTimeoutMs: o.requestTimeoutMs,
+    idleConnectionTimeoutMs: o.idleConnectionTimeoutMs,
+    maxConnections: o.maxConnections,
     sendRatePerSec: o.sendRate,
     sendBurst: o.sendBurst,
     retentionDays: o.retentionDays,

@@ -74,6 +74,8 @@ export async function run(
     headersTimeoutMs: config.headersTimeoutMs,
     slowConsumerTimeoutMs: config.slowConsumerTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
+    idleConnectionTimeoutMs: config.idleConnectionTimeoutMs,
+    maxConnections: config.maxConnections,
   });
   logger.info(
     {
