@@ -86,6 +86,8 @@ export interface AppOptions {
   inboxBacklog?: BacklogLimits;
   /** Subscriptions one member may hold open at once, per process. Default 16. */
   maxSubscriptionsPerMember?: number;
+  /** wait_for_messages calls over /mcp one member may have pending, per process. Default 4. */
+  maxMcpWaitsPerMember?: number;
   /**
    * Serve gRPC calls (every unary method, and Subscribe) on the bare HTTP/2 stream, through
    * the same implementation and interceptors as connect-node but without its generic
@@ -264,6 +266,8 @@ export function createApp(options: AppOptions): App {
         routes: (router) => app.routes(router),
         authenticate: (token) => authenticate({ db, cache: callers }, token),
         readMaxBytes: READ_MAX_BYTES,
+        maxWaitsPerMember: options.maxMcpWaitsPerMember ?? 4,
+        metrics,
         logger,
       });
       const scrape = createMetricsEndpoint(metrics, options.metricsToken);

@@ -25,6 +25,7 @@ export interface Config {
   dbConnectTimeoutMs: number;
   callerCacheTtlMs: number;
   maxSubscriptionsPerMember: number;
+  maxMcpWaitsPerMember: number;
   maxStreamsPerConnection: number;
   maxInboxBacklog: number;
   maxInboxBacklogBytes: number;
@@ -286,6 +287,15 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--max-mcp-waits-per-member <n>",
+        "wait_for_messages calls over /mcp one member may have pending at once (per server process)",
+      )
+        .env("MAX_MCP_WAITS_PER_MEMBER")
+        .default(4)
+        .argParser(wholeNumber("MAX_MCP_WAITS_PER_MEMBER", 1)),
+    )
+    .addOption(
+      new Option(
         "--max-streams-per-connection <n>",
         "concurrent calls a client may open on one HTTP/2 connection",
       )
@@ -448,6 +458,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     dbConnectTimeoutMs: o.dbConnectTimeoutMs,
     callerCacheTtlMs: o.callerCacheTtlMs,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
+    maxMcpWaitsPerMember: o.maxMcpWaitsPerMember,
     maxStreamsPerConnection: o.maxStreamsPerConnection,
     maxInboxBacklog: o.maxInboxBacklog,
     maxInboxBacklogBytes: o.maxInboxBacklogBytes,

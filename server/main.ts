@@ -37,6 +37,7 @@ export async function run(
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
+    maxMcpWaitsPerMember: config.maxMcpWaitsPerMember,
     consoleAllowedOrigins: config.consoleAllowedOrigins,
     grpcFastPath: config.grpcFastPath,
     // The bound address is a name the operator chose: browsers may use it.
