@@ -28,6 +28,11 @@ import { createRequestWaiters, type RequestWaiters } from "./inbox/request-waite
 import { createTeamHub, type TeamHub } from "./inbox/team-hub.js";
 import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
+import {
+  type AuthThrottleOptions,
+  createAuthThrottle,
+  peerAddressKey,
+} from "./interceptors/auth-throttle.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { metricsInterceptor } from "./interceptors/metrics-interceptor.js";
@@ -88,6 +93,11 @@ export interface AppOptions {
   maxSubscriptionsPerMember?: number;
   /** wait_for_messages calls over /mcp one member may have pending, per process. Default 4. */
   maxMcpWaitsPerMember?: number;
+  /**
+   * Failed token look-ups per client address (per second, burst) and how long an unknown
+   * token is refused without a look-up. Default 10/s, bursts of 20, 60 s; perSecond 0: off.
+   */
+  authFailures?: Omit<AuthThrottleOptions, "now">;
   /**
    * Serve gRPC calls (every unary method, and Subscribe) on the bare HTTP/2 stream, through
    * the same implementation and interceptors as connect-node but without its generic
@@ -184,6 +194,9 @@ export function createApp(options: AppOptions): App {
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
   const maxPerMember = options.maxSubscriptionsPerMember ?? 16;
   const touch = createTouchThrottle(db, 10_000);
+  const throttle = createAuthThrottle(
+    options.authFailures ?? { perSecond: 10, burst: 20, unknownTtlMs: 60_000 },
+  );
   const deliveries = createDeliveries({
     db,
     hub,
@@ -228,7 +241,7 @@ export function createApp(options: AppOptions): App {
     metricsInterceptor(metrics),
     // Errors of every later step are mapped; rules see the caller.
     errorMappingInterceptor(logger),
-    authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
+    authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch, throttle }),
     // Before the journal: a flood of refused sends must not become journal lines.
     sendRateInterceptor(options.sendRate ?? { perSecond: 100, burst: 200 }),
     // After auth (an attempt is a member's), before the rules (it journals their refusals).
@@ -264,7 +277,8 @@ export function createApp(options: AppOptions): App {
       // MCP for LLM agents on the same port, its tools through these same routes.
       const mcp = createMcpEndpoint({
         routes: (router) => app.routes(router),
-        authenticate: (token) => authenticate({ db, cache: callers }, token),
+        authenticate: (token, address) =>
+          authenticate({ db, cache: callers, throttle }, token, address),
         readMaxBytes: READ_MAX_BYTES,
         maxWaitsPerMember: options.maxMcpWaitsPerMember ?? 4,
         metrics,
@@ -303,7 +317,7 @@ export function createApp(options: AppOptions): App {
     },
     rawStreams() {
       if (options.grpcFastPath === false) return undefined;
-      const subscribeDeps = { db, cache: callers, touch, deliveries, logger, metrics };
+      const subscribeDeps = { db, cache: callers, throttle, touch, deliveries, logger, metrics };
       return createGrpcCalls({
         service: TeamService,
         impl,
@@ -312,8 +326,11 @@ export function createApp(options: AppOptions): App {
           interceptors,
           readMaxBytes: READ_MAX_BYTES,
           acceptCompression: ACCEPT_COMPRESSION,
-          contextValues: (cut, pressure) =>
-            new CallValues().set(responseCutKey, cut).set(writePressureKey, pressure),
+          contextValues: (cut, pressure, peer) =>
+            new CallValues()
+              .set(responseCutKey, cut)
+              .set(writePressureKey, pressure)
+              .set(peerAddressKey, peer),
         },
         handWritten: {
           accepts: isGrpcSubscribe,

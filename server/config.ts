@@ -26,6 +26,9 @@ export interface Config {
   callerCacheTtlMs: number;
   maxSubscriptionsPerMember: number;
   maxMcpWaitsPerMember: number;
+  authFailuresPerSec: number;
+  authFailuresBurst: number;
+  authUnknownTokenTtlMs: number;
   maxStreamsPerConnection: number;
   maxInboxBacklog: number;
   maxInboxBacklogBytes: number;
@@ -287,6 +290,31 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--auth-failures-per-sec <n>",
+        "failed token look-ups one client address may make per second before it is refused " +
+          "without a look-up (0: no limit)",
+      )
+        .env("AUTH_FAILURES_PER_SEC")
+        .default(10)
+        .argParser(wholeNumber("AUTH_FAILURES_PER_SEC")),
+    )
+    .addOption(
+      new Option("--auth-failures-burst <n>", "failed token look-ups one address may make at once")
+        .env("AUTH_FAILURES_BURST")
+        .default(20)
+        .argParser(wholeNumber("AUTH_FAILURES_BURST", 1)),
+    )
+    .addOption(
+      new Option(
+        "--auth-unknown-token-ttl-ms <ms>",
+        "how long a token found unknown is refused again without a database look-up",
+      )
+        .env("AUTH_UNKNOWN_TOKEN_TTL_MS")
+        .default(60_000)
+        .argParser(wholeNumber("AUTH_UNKNOWN_TOKEN_TTL_MS")),
+    )
+    .addOption(
+      new Option(
         "--max-mcp-waits-per-member <n>",
         "wait_for_messages calls over /mcp one member may have pending at once (per server process)",
       )
@@ -459,6 +487,9 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     callerCacheTtlMs: o.callerCacheTtlMs,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxMcpWaitsPerMember: o.maxMcpWaitsPerMember,
+    authFailuresPerSec: o.authFailuresPerSec,
+    authFailuresBurst: o.authFailuresBurst,
+    authUnknownTokenTtlMs: o.authUnknownTokenTtlMs,
     maxStreamsPerConnection: o.maxStreamsPerConnection,
     maxInboxBacklog: o.maxInboxBacklog,
     maxInboxBacklogBytes: o.maxInboxBacklogBytes,

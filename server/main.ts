@@ -38,6 +38,11 @@ export async function run(
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     maxMcpWaitsPerMember: config.maxMcpWaitsPerMember,
+    authFailures: {
+      perSecond: config.authFailuresPerSec,
+      burst: config.authFailuresBurst,
+      unknownTtlMs: config.authUnknownTokenTtlMs,
+    },
     consoleAllowedOrigins: config.consoleAllowedOrigins,
     grpcFastPath: config.grpcFastPath,
     // The bound address is a name the operator chose: browsers may use it.

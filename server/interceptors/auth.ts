@@ -5,6 +5,7 @@ import { DomainError } from "../errors.js";
 import type { Database } from "../store/database.js";
 import { findMemberByTokenHash, touchMember } from "../store/members.js";
 import { isWellFormedToken, secretsEqual, tokenHashHex } from "../tokens.js";
+import { type AuthThrottle, peerAddressKey } from "./auth-throttle.js";
 import type { CallerCache } from "./caller-cache.js";
 
 export interface AuthOptions {
@@ -17,6 +18,8 @@ export interface AuthOptions {
   cache?: CallerCache;
   /** Records activity (createTouchThrottle); one per process, shared with the fast paths. */
   touch?: (memberId: number) => void;
+  /** Failed look-ups per client address (auth-throttle.ts); one per process. */
+  throttle?: AuthThrottle | undefined;
 }
 
 /**
@@ -39,7 +42,7 @@ export function authInterceptor(options: AuthOptions): Interceptor {
       }
       return next(req);
     }
-    const caller = await authenticate(options, token);
+    const caller = await authenticate(options, token, req.contextValues.get(peerAddressKey));
     req.contextValues.set(callerKey, caller);
     touch(caller.id);
     return next(req);
@@ -47,14 +50,20 @@ export function authInterceptor(options: AuthOptions): Interceptor {
 }
 
 async function resolveCaller(
-  options: Pick<AuthOptions, "db" | "cache">,
+  options: Pick<AuthOptions, "db" | "cache" | "throttle">,
   key: string,
+  address: string | undefined,
 ): Promise<Caller> {
   const cached = options.cache?.get(key);
   if (cached) return cached;
+  // Before the look-up: a flood of bad tokens must not cost a transaction each.
+  options.throttle?.beforeLookUp(address, key);
   const epoch = options.cache?.epoch() ?? 0;
   const member = await findMemberByTokenHash(options.db, Buffer.from(key, "hex"));
-  if (!member) throw new DomainError("unauthenticated", "unknown token");
+  if (!member) {
+    options.throttle?.unknown(address, key);
+    throw new DomainError("unauthenticated", "unknown token");
+  }
   if (member.status !== "active") {
     throw new DomainError(
       "unauthenticated",
@@ -78,8 +87,10 @@ async function resolveCaller(
  * wrong. `token` is what bearerToken() found in the Authorization header.
  */
 export async function authenticate(
-  options: Pick<AuthOptions, "db" | "cache">,
+  options: Pick<AuthOptions, "db" | "cache" | "throttle">,
   token: string | undefined,
+  /** The client's address, for the throttle of failed look-ups. */
+  address?: string | undefined,
 ): Promise<Caller> {
   if (token === undefined) {
     throw new DomainError(
@@ -91,7 +102,7 @@ export async function authenticate(
   if (!isWellFormedToken(token)) {
     throw new DomainError("unauthenticated", "malformed token: expected tp_ and 43 characters");
   }
-  return resolveCaller(options, tokenHashHex(token));
+  return resolveCaller(options, tokenHashHex(token), address);
 }
 
 export function bearerToken(header: string | null | undefined): string | undefined {

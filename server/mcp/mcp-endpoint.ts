@@ -6,6 +6,7 @@ import { teamErrorInterceptor } from "@team-protocols/client/team-error.js";
 import { createTeamMcpServer, httpConfig } from "@team-protocols/mcp/team-mcp-server.js";
 import { type InboxCursor, newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Caller } from "../caller.js";
+import { LimitError } from "../errors.js";
 import type { NodeHandler } from "../http/connect-adapter.js";
 import { bearerToken } from "../interceptors/auth.js";
 import type { Logger } from "../logger.js";
@@ -18,7 +19,7 @@ export interface McpEndpointOptions {
   /** The app's routes: tool calls run through every interceptor an RPC does. */
   routes(router: ConnectRouter): void;
   /** The server's own token check (auth interceptor); throws with the reason. */
-  authenticate(token: string | undefined): Promise<Caller>;
+  authenticate(token: string | undefined, address: string | undefined): Promise<Caller>;
   /** The request body limit of the RPCs. */
   readMaxBytes: number;
   /** wait_for_messages calls one member may have pending at once. Default 4. */
@@ -77,10 +78,15 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
     const token = bearerToken(req.headers.authorization);
     let caller: Caller;
     try {
-      caller = await o.authenticate(token);
+      caller = await o.authenticate(token, req.socket?.remoteAddress);
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      return answer(res, 401, `unauthenticated: ${why}`, { "www-authenticate": "Bearer" });
+      // Failed authentication throttled (auth-throttle.ts): when to try again, as HTTP says it.
+      const retryMs = err instanceof LimitError ? err.retryAfterMs : undefined;
+      return answer(res, 401, `unauthenticated: ${why}`, {
+        "www-authenticate": "Bearer",
+        ...(retryMs !== undefined ? { "retry-after": String(Math.ceil(retryMs / 1000)) } : {}),
+      });
     }
     const body = await readBody(req, o.readMaxBytes);
     if (body === "too large") {
