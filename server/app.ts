@@ -99,6 +99,12 @@ export interface AppOptions {
    */
   authFailures?: Omit<AuthThrottleOptions, "now">;
   /**
+   * Without `adminToken`: CreateTeam calls per client address per minute (and at once), and
+   * the teams the database may hold. Default 10, 10 and 1,000; 0: no limit. With an admin
+   * token neither applies.
+   */
+  openCreateTeam?: { perMinute: number; burst: number; maxTeams: number };
+  /**
    * Serve gRPC calls (every unary method, and Subscribe) on the bare HTTP/2 stream, through
    * the same implementation and interceptors as connect-node but without its generic
    * pipeline. false: every call through connect-node (GRPC_FAST_PATH=0). Default true.
@@ -194,6 +200,7 @@ export function createApp(options: AppOptions): App {
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
   const maxPerMember = options.maxSubscriptionsPerMember ?? 16;
   const touch = createTouchThrottle(db, 10_000);
+  const openCreateTeam = options.openCreateTeam ?? { perMinute: 10, burst: 10, maxTeams: 1_000 };
   const throttle = createAuthThrottle(
     options.authFailures ?? { perSecond: 10, burst: 20, unknownTtlMs: 60_000 },
   );
@@ -205,7 +212,10 @@ export function createApp(options: AppOptions): App {
     metrics,
   });
   const impl = {
-    ...membershipHandlers(deps),
+    ...membershipHandlers({
+      ...deps,
+      maxTeams: options.adminToken === undefined ? openCreateTeam.maxTeams : 0,
+    }),
     ...messagingHandlers({
       ...deps,
       protocols: options.protocols ?? defaultProtocolConfig,
@@ -241,7 +251,14 @@ export function createApp(options: AppOptions): App {
     metricsInterceptor(metrics),
     // Errors of every later step are mapped; rules see the caller.
     errorMappingInterceptor(logger),
-    authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch, throttle }),
+    authInterceptor({
+      db,
+      adminToken: options.adminToken,
+      cache: callers,
+      touch,
+      throttle,
+      createTeamRate: openCreateTeam,
+    }),
     // Before the journal: a flood of refused sends must not become journal lines.
     sendRateInterceptor(options.sendRate ?? { perSecond: 100, burst: 200 }),
     // After auth (an attempt is a member's), before the rules (it journals their refusals).

@@ -26,6 +26,9 @@ export interface Config {
   callerCacheTtlMs: number;
   maxSubscriptionsPerMember: number;
   maxMcpWaitsPerMember: number;
+  createTeamRatePerMin: number;
+  createTeamBurst: number;
+  maxTeams: number;
   authFailuresPerSec: number;
   authFailuresBurst: number;
   authUnknownTokenTtlMs: number;
@@ -290,6 +293,33 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--create-team-rate-per-min <n>",
+        "without TEAM_ADMIN_TOKEN: teams one client address may create per minute (0: no limit)",
+      )
+        .env("CREATE_TEAM_RATE_PER_MIN")
+        .default(10)
+        .argParser(wholeNumber("CREATE_TEAM_RATE_PER_MIN")),
+    )
+    .addOption(
+      new Option(
+        "--create-team-burst <n>",
+        "without TEAM_ADMIN_TOKEN: teams one client address may create at once",
+      )
+        .env("CREATE_TEAM_BURST")
+        .default(10)
+        .argParser(wholeNumber("CREATE_TEAM_BURST", 1)),
+    )
+    .addOption(
+      new Option(
+        "--max-teams <n>",
+        "without TEAM_ADMIN_TOKEN: teams the database may hold before CreateTeam is refused (0: no ceiling)",
+      )
+        .env("MAX_TEAMS")
+        .default(1_000)
+        .argParser(wholeNumber("MAX_TEAMS")),
+    )
+    .addOption(
+      new Option(
         "--auth-failures-per-sec <n>",
         "failed token look-ups one client address may make per second before it is refused " +
           "without a look-up (0: no limit)",
@@ -487,6 +517,9 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     callerCacheTtlMs: o.callerCacheTtlMs,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxMcpWaitsPerMember: o.maxMcpWaitsPerMember,
+    createTeamRatePerMin: o.createTeamRatePerMin,
+    createTeamBurst: o.createTeamBurst,
+    maxTeams: o.maxTeams,
     authFailuresPerSec: o.authFailuresPerSec,
     authFailuresBurst: o.authFailuresBurst,
     authUnknownTokenTtlMs: o.authUnknownTokenTtlMs,

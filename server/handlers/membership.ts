@@ -39,6 +39,8 @@ export function membershipHandlers(deps: {
   hub: InboxHub;
   waiters: RequestWaiters;
   teams: TeamHub;
+  /** Teams the database may hold, when CreateTeam is open (no admin token); 0: no ceiling. */
+  maxTeams?: number;
 }): MembershipImpl {
   const { db, hub, waiters, teams } = deps;
   return {
@@ -48,11 +50,16 @@ export function membershipHandlers(deps: {
         "lead_permission_mode",
       );
       const token = generateToken();
-      const lead = await createTeam(db, req.team, {
-        name: req.leadName || DEFAULT_LEAD_NAME,
-        tokenHash: hashToken(token),
-        permissionMode: mode,
-      });
+      const lead = await createTeam(
+        db,
+        req.team,
+        {
+          name: req.leadName || DEFAULT_LEAD_NAME,
+          tokenHash: hashToken(token),
+          permissionMode: mode,
+        },
+        deps.maxTeams ?? 0,
+      );
       return create(CreateTeamResponseSchema, { token, lead: toMember(lead) });
     },
 

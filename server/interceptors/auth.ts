@@ -1,12 +1,16 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Caller, callerKey } from "../caller.js";
-import { DomainError } from "../errors.js";
+import { DomainError, LimitError } from "../errors.js";
 import type { Database } from "../store/database.js";
 import { findMemberByTokenHash, touchMember } from "../store/members.js";
 import { isWellFormedToken, secretsEqual, tokenHashHex } from "../tokens.js";
 import { type AuthThrottle, peerAddressKey } from "./auth-throttle.js";
 import type { CallerCache } from "./caller-cache.js";
+import { createSendRateLimiter } from "./send-rate.js";
+
+/** The limit's name in refusals and metrics. */
+export const CREATE_TEAM_RATE_LIMIT = "create-team-rate";
 
 export interface AuthOptions {
   db: Database;
@@ -20,6 +24,11 @@ export interface AuthOptions {
   touch?: (memberId: number) => void;
   /** Failed look-ups per client address (auth-throttle.ts); one per process. */
   throttle?: AuthThrottle | undefined;
+  /**
+   * Without an admin token: CreateTeam calls one client address may make per minute, and at
+   * once. Default 10 and 10; perMinute 0: no limit.
+   */
+  createTeamRate?: { perMinute: number; burst: number };
 }
 
 /**
@@ -29,6 +38,11 @@ export interface AuthOptions {
  */
 export function authInterceptor(options: AuthOptions): Interceptor {
   const touch = options.touch ?? createTouchThrottle(options.db, options.touchIntervalMs ?? 10_000);
+  const rate = options.createTeamRate ?? { perMinute: 10, burst: 10 };
+  const creates = createSendRateLimiter<string>({
+    perSecond: rate.perMinute / 60,
+    burst: rate.burst,
+  });
   return (next) => async (req) => {
     const token = bearerToken(req.header.get("authorization"));
     if (req.method === TeamService.method.createTeam) {
@@ -37,6 +51,17 @@ export function authInterceptor(options: AuthOptions): Interceptor {
           throw new DomainError(
             "unauthenticated",
             "CreateTeam needs the admin token: this server has TEAM_ADMIN_TOKEN set",
+          );
+        }
+      } else if (rate.perMinute > 0) {
+        // Open CreateTeam hands anyone a lead token: held to a rate per client address.
+        const waitMs = creates.take(req.contextValues.get(peerAddressKey) ?? "");
+        if (waitMs !== undefined) {
+          throw new LimitError(
+            CREATE_TEAM_RATE_LIMIT,
+            `this address may create ${rate.perMinute} teams a minute (bursts of ${rate.burst}; ` +
+              `CREATE_TEAM_RATE_PER_MIN, or set TEAM_ADMIN_TOKEN); retry in ${Math.ceil(waitMs)} ms`,
+            waitMs,
           );
         }
       }
