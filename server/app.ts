@@ -104,6 +104,10 @@ export interface AppOptions {
    * token neither applies.
    */
   openCreateTeam?: { perMinute: number; burst: number; maxTeams: number };
+  /** WatchTeam streams one team may have open, per process. Default 64; 0: no limit. */
+  maxWatchesPerTeam?: number;
+  /** Active observers one team may have. Default 8; 0: no limit. */
+  maxObserversPerTeam?: number;
   /**
    * Serve gRPC calls (every unary method, and Subscribe) on the bare HTTP/2 stream, through
    * the same implementation and interceptors as connect-node but without its generic
@@ -215,6 +219,7 @@ export function createApp(options: AppOptions): App {
     ...membershipHandlers({
       ...deps,
       maxTeams: options.adminToken === undefined ? openCreateTeam.maxTeams : 0,
+      maxObservers: options.maxObserversPerTeam ?? 8,
     }),
     ...messagingHandlers({
       ...deps,
@@ -225,7 +230,13 @@ export function createApp(options: AppOptions): App {
     ...requestHandlers(deps),
     ...taskHandlers(deps),
     ...attemptHandlers(deps),
-    ...watchHandler({ db, teams, heartbeatIntervalMs, maxPerMember }),
+    ...watchHandler({
+      db,
+      teams,
+      heartbeatIntervalMs,
+      maxPerMember,
+      maxPerTeam: options.maxWatchesPerTeam ?? 64,
+    }),
   };
   const sweeper = startExpirySweeper({
     ...deps,

@@ -26,6 +26,8 @@ export interface Config {
   callerCacheTtlMs: number;
   maxSubscriptionsPerMember: number;
   maxMcpWaitsPerMember: number;
+  maxWatchesPerTeam: number;
+  maxObserversPerTeam: number;
   createTeamRatePerMin: number;
   createTeamBurst: number;
   maxTeams: number;
@@ -345,6 +347,21 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--max-watches-per-team <n>",
+        "WatchTeam streams one team's members may hold open at once (per server process; 0: no limit)",
+      )
+        .env("MAX_WATCHES_PER_TEAM")
+        .default(64)
+        .argParser(wholeNumber("MAX_WATCHES_PER_TEAM")),
+    )
+    .addOption(
+      new Option("--max-observers-per-team <n>", "active observers one team may have (0: no limit)")
+        .env("MAX_OBSERVERS_PER_TEAM")
+        .default(8)
+        .argParser(wholeNumber("MAX_OBSERVERS_PER_TEAM")),
+    )
+    .addOption(
+      new Option(
         "--max-mcp-waits-per-member <n>",
         "wait_for_messages calls over /mcp one member may have pending at once (per server process)",
       )
@@ -517,6 +534,8 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     callerCacheTtlMs: o.callerCacheTtlMs,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxMcpWaitsPerMember: o.maxMcpWaitsPerMember,
+    maxWatchesPerTeam: o.maxWatchesPerTeam,
+    maxObserversPerTeam: o.maxObserversPerTeam,
     createTeamRatePerMin: o.createTeamRatePerMin,
     createTeamBurst: o.createTeamBurst,
     maxTeams: o.maxTeams,

@@ -38,6 +38,8 @@ export async function run(
     callerCacheTtlMs: config.callerCacheTtlMs,
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     maxMcpWaitsPerMember: config.maxMcpWaitsPerMember,
+    maxWatchesPerTeam: config.maxWatchesPerTeam,
+    maxObserversPerTeam: config.maxObserversPerTeam,
     openCreateTeam: {
       perMinute: config.createTeamRatePerMin,
       burst: config.createTeamBurst,

@@ -41,6 +41,8 @@ export function membershipHandlers(deps: {
   teams: TeamHub;
   /** Teams the database may hold, when CreateTeam is open (no admin token); 0: no ceiling. */
   maxTeams?: number;
+  /** Active observers one team may have; 0: no limit. */
+  maxObservers?: number;
 }): MembershipImpl {
   const { db, hub, waiters, teams } = deps;
   return {
@@ -73,7 +75,15 @@ export function membershipHandlers(deps: {
           : checkedByRules(permissionModeFromProto(req.permissionMode), "permission_mode");
       const role = addedRole(req.role);
       const token = generateToken();
-      const member = await addMember(db, caller.teamId, req.name, hashToken(token), mode, role);
+      const member = await addMember(
+        db,
+        caller.teamId,
+        req.name,
+        hashToken(token),
+        mode,
+        role,
+        deps.maxObservers ?? 0,
+      );
       teams.wake([caller.teamId]);
       return create(AddMemberResponseSchema, { token, member: toMember(member) });
     },

@@ -131,9 +131,26 @@ export async function addMember(
   tokenHash: Uint8Array,
   permissionMode: PermissionMode,
   role: Exclude<MemberRole, "lead"> = "teammate",
+  /** Active observers a team may have (0: no limit). */
+  maxObservers = 0,
 ): Promise<MemberRow> {
   try {
     return await db.transaction(async (tx) => {
+      if (role === "observer" && maxObservers > 0) {
+        // Each observer may hold WatchTeam streams: their number is what a lead could grow.
+        const [c] = await tx.query<{ n: string }>(
+          `SELECT count(*) AS n FROM members
+            WHERE team_id = $1 AND role = 'observer' AND status = 'active'`,
+          [teamId],
+        );
+        if (Number(one(c).n) >= maxObservers) {
+          throw new LimitError(
+            "observers-per-team",
+            `this team already has ${maxObservers} observers (MAX_OBSERVERS_PER_TEAM); ` +
+              "remove one before adding another",
+          );
+        }
+      }
       const [revived] = await tx.query<MemberSqlRow>(
         `WITH m AS (
            UPDATE members
