@@ -193,8 +193,11 @@ const scenarios: Record<string, (run: Run) => Promise<string[]>> = {
     const rss1 = await server.rssBytes();
     holders.abort();
     await Promise.all(calls);
+    // Admitted: at most MAX_MCP_WAITS_PER_MEMBER; the rest not yet answered were still on
+    // their way (the client's pool, the server's accept queue) when RSS was read.
     return [
-      `${run.n} concurrent waits of one token: ${refused} refused, ${run.n - refused} admitted; ` +
+      `${run.n} concurrent waits of one token: ${refused} refused within ${run.seconds} s, ` +
+        `${run.n - refused} not answered yet (at most 4 admitted); ` +
         `server RSS ${mib(rss0)} -> ${mib(rss1)} (+${mib(rss1 - rss0)})`,
       `refusal: ${firstRefusal.slice(0, 140)}`,
     ];
