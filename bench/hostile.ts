@@ -10,9 +10,7 @@
  *   npm run bench:hostile -- --only mcp-calls,mcp-waits --n 2000
  *
  * Scenarios: mcp-calls (list_members over /mcp, calls/s), mcp-waits (N concurrent
- * wait_for_messages of one token), idle-connections (N HTTP/2 connections that only answer
- * PINGs), unfinished-bodies (N gRPC Send streams that never end their body),
- * stalled-watches (observers × stalled WatchTeam streams).
+ * wait_for_messages of one token).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -27,7 +25,7 @@ import { createBenchTeam } from "./teams.js";
 
 const MiB = 1024 * 1024;
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const ALL = ["mcp-calls", "mcp-waits", "idle-connections", "unfinished-bodies", "stalled-watches"];
+const ALL = ["mcp-calls", "mcp-waits"];
 
 interface Run {
   n: number;
