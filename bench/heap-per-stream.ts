@@ -111,6 +111,8 @@ async function startServer(databaseUrl: string, dir: string, cleanups: Cleanups)
       PORT: "0",
       LOG_LEVEL: "info",
       SEND_RATE_PER_SEC: "0",
+      CREATE_TEAM_RATE_PER_MIN: "0",
+      MAX_TEAMS: "0",
     },
     stdio: ["ignore", "pipe", "inherit"],
   });

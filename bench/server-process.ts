@@ -96,6 +96,8 @@ export async function startBenchServer(
       PORT: "0",
       LOG_LEVEL: "info",
       SEND_RATE_PER_SEC: "0",
+      CREATE_TEAM_RATE_PER_MIN: "0",
+      MAX_TEAMS: "0",
       MAX_INBOX_BACKLOG: "1000000000",
       MAX_INBOX_BACKLOG_BYTES: "1000000000000",
       ...env,

@@ -29,6 +29,11 @@ import { createRequestWaiters, type RequestWaiters } from "./inbox/request-waite
 import { createTeamHub, type TeamHub } from "./inbox/team-hub.js";
 import { attemptsJournalInterceptor } from "./interceptors/attempts-journal.js";
 import { authenticate, authInterceptor, createTouchThrottle } from "./interceptors/auth.js";
+import {
+  type AuthThrottleOptions,
+  createAuthThrottle,
+  peerAddressKey,
+} from "./interceptors/auth-throttle.js";
 import { createCallerCache } from "./interceptors/caller-cache.js";
 import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { metricsInterceptor } from "./interceptors/metrics-interceptor.js";
@@ -90,6 +95,23 @@ export interface AppOptions {
   inboxBacklog?: BacklogLimits;
   /** Subscriptions one member may hold open at once, per process. Default 16. */
   maxSubscriptionsPerMember?: number;
+  /** wait_for_messages calls over /mcp one member may have pending, per process. Default 4. */
+  maxMcpWaitsPerMember?: number;
+  /**
+   * Failed token look-ups per client address (per second, burst) and how long an unknown
+   * token is refused without a look-up. Default 10/s, bursts of 20, 60 s; perSecond 0: off.
+   */
+  authFailures?: Omit<AuthThrottleOptions, "now">;
+  /**
+   * Without `adminToken`: CreateTeam calls per client address per minute (and at once), and
+   * the teams the database may hold. Default 10, 10 and 1,000; 0: no limit. With an admin
+   * token neither applies.
+   */
+  openCreateTeam?: { perMinute: number; burst: number; maxTeams: number };
+  /** WatchTeam streams one team may have open, per process. Default 64; 0: no limit. */
+  maxWatchesPerTeam?: number;
+  /** Active observers one team may have. Default 8; 0: no limit. */
+  maxObserversPerTeam?: number;
   /**
    * Serve gRPC calls (every unary method, and Subscribe) on the bare HTTP/2 stream, through
    * the same implementation and interceptors as connect-node but without its generic
@@ -186,6 +208,10 @@ export function createApp(options: AppOptions): App {
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
   const maxPerMember = options.maxSubscriptionsPerMember ?? 16;
   const touch = createTouchThrottle(db, 10_000);
+  const openCreateTeam = options.openCreateTeam ?? { perMinute: 10, burst: 10, maxTeams: 1_000 };
+  const throttle = createAuthThrottle(
+    options.authFailures ?? { perSecond: 10, burst: 20, unknownTtlMs: 60_000 },
+  );
   const deliveries = createDeliveries({
     db,
     hub,
@@ -194,7 +220,11 @@ export function createApp(options: AppOptions): App {
     metrics,
   });
   const impl = {
-    ...membershipHandlers(deps),
+    ...membershipHandlers({
+      ...deps,
+      maxTeams: options.adminToken === undefined ? openCreateTeam.maxTeams : 0,
+      maxObservers: options.maxObserversPerTeam ?? 8,
+    }),
     ...messagingHandlers({
       ...deps,
       protocols: options.protocols ?? defaultProtocolConfig,
@@ -205,7 +235,13 @@ export function createApp(options: AppOptions): App {
     ...taskHandlers(deps),
     ...leaseHandlers({ db, hub, leaseTtls: options.leaseTtls ?? DEFAULT_LEASE_TTLS }),
     ...attemptHandlers(deps),
-    ...watchHandler({ db, teams, heartbeatIntervalMs, maxPerMember }),
+    ...watchHandler({
+      db,
+      teams,
+      heartbeatIntervalMs,
+      maxPerMember,
+      maxPerTeam: options.maxWatchesPerTeam ?? 64,
+    }),
   };
   const sweeper = startExpirySweeper({
     ...deps,
@@ -231,7 +267,14 @@ export function createApp(options: AppOptions): App {
     metricsInterceptor(metrics),
     // Errors of every later step are mapped; rules see the caller.
     errorMappingInterceptor(logger),
-    authInterceptor({ db, adminToken: options.adminToken, cache: callers, touch }),
+    authInterceptor({
+      db,
+      adminToken: options.adminToken,
+      cache: callers,
+      touch,
+      throttle,
+      createTeamRate: openCreateTeam,
+    }),
     // Before the journal: a flood of refused sends must not become journal lines.
     sendRateInterceptor(options.sendRate ?? { perSecond: 100, burst: 200 }),
     // After auth (an attempt is a member's), before the rules (it journals their refusals).
@@ -267,8 +310,11 @@ export function createApp(options: AppOptions): App {
       // MCP for LLM agents on the same port, its tools through these same routes.
       const mcp = createMcpEndpoint({
         routes: (router) => app.routes(router),
-        authenticate: (token) => authenticate({ db, cache: callers }, token),
+        authenticate: (token, address) =>
+          authenticate({ db, cache: callers, throttle }, token, address),
         readMaxBytes: READ_MAX_BYTES,
+        maxWaitsPerMember: options.maxMcpWaitsPerMember ?? 4,
+        metrics,
         logger,
       });
       const scrape = createMetricsEndpoint(metrics, options.metricsToken);
@@ -304,7 +350,7 @@ export function createApp(options: AppOptions): App {
     },
     rawStreams() {
       if (options.grpcFastPath === false) return undefined;
-      const subscribeDeps = { db, cache: callers, touch, deliveries, logger, metrics };
+      const subscribeDeps = { db, cache: callers, throttle, touch, deliveries, logger, metrics };
       return createGrpcCalls({
         service: TeamService,
         impl,
@@ -313,8 +359,11 @@ export function createApp(options: AppOptions): App {
           interceptors,
           readMaxBytes: READ_MAX_BYTES,
           acceptCompression: ACCEPT_COMPRESSION,
-          contextValues: (cut, pressure) =>
-            new CallValues().set(responseCutKey, cut).set(writePressureKey, pressure),
+          contextValues: (cut, pressure, peer) =>
+            new CallValues()
+              .set(responseCutKey, cut)
+              .set(writePressureKey, pressure)
+              .set(peerAddressKey, peer),
         },
         handWritten: {
           accepts: isGrpcSubscribe,

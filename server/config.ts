@@ -28,6 +28,15 @@ export interface Config {
   leaseTtlDefaultS: number;
   leaseTtlMaxS: number;
   maxSubscriptionsPerMember: number;
+  maxMcpWaitsPerMember: number;
+  maxWatchesPerTeam: number;
+  maxObserversPerTeam: number;
+  createTeamRatePerMin: number;
+  createTeamBurst: number;
+  maxTeams: number;
+  authFailuresPerSec: number;
+  authFailuresBurst: number;
+  authUnknownTokenTtlMs: number;
   maxStreamsPerConnection: number;
   maxInboxBacklog: number;
   maxInboxBacklogBytes: number;
@@ -35,6 +44,10 @@ export interface Config {
   /** A response whose client reads nothing for this long is cut (the slow-consumer guard). */
   slowConsumerTimeoutMs: number;
   requestTimeoutMs: number;
+  /** An HTTP/2 connection with no open stream for this long is closed (GOAWAY). */
+  idleConnectionTimeoutMs: number;
+  /** Open connections past which new ones are refused at accept. */
+  maxConnections: number;
   sendRatePerSec: number;
   sendBurst: number;
   retentionDays: number;
@@ -309,6 +322,82 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--create-team-rate-per-min <n>",
+        "without TEAM_ADMIN_TOKEN: teams one client address may create per minute (0: no limit)",
+      )
+        .env("CREATE_TEAM_RATE_PER_MIN")
+        .default(10)
+        .argParser(wholeNumber("CREATE_TEAM_RATE_PER_MIN")),
+    )
+    .addOption(
+      new Option(
+        "--create-team-burst <n>",
+        "without TEAM_ADMIN_TOKEN: teams one client address may create at once",
+      )
+        .env("CREATE_TEAM_BURST")
+        .default(10)
+        .argParser(wholeNumber("CREATE_TEAM_BURST", 1)),
+    )
+    .addOption(
+      new Option(
+        "--max-teams <n>",
+        "without TEAM_ADMIN_TOKEN: teams the database may hold before CreateTeam is refused (0: no ceiling)",
+      )
+        .env("MAX_TEAMS")
+        .default(1_000)
+        .argParser(wholeNumber("MAX_TEAMS")),
+    )
+    .addOption(
+      new Option(
+        "--auth-failures-per-sec <n>",
+        "failed token look-ups one client address may make per second before it is refused " +
+          "without a look-up (0: no limit)",
+      )
+        .env("AUTH_FAILURES_PER_SEC")
+        .default(10)
+        .argParser(wholeNumber("AUTH_FAILURES_PER_SEC")),
+    )
+    .addOption(
+      new Option("--auth-failures-burst <n>", "failed token look-ups one address may make at once")
+        .env("AUTH_FAILURES_BURST")
+        .default(20)
+        .argParser(wholeNumber("AUTH_FAILURES_BURST", 1)),
+    )
+    .addOption(
+      new Option(
+        "--auth-unknown-token-ttl-ms <ms>",
+        "how long a token found unknown is refused again without a database look-up",
+      )
+        .env("AUTH_UNKNOWN_TOKEN_TTL_MS")
+        .default(60_000)
+        .argParser(wholeNumber("AUTH_UNKNOWN_TOKEN_TTL_MS")),
+    )
+    .addOption(
+      new Option(
+        "--max-watches-per-team <n>",
+        "WatchTeam streams one team's members may hold open at once (per server process; 0: no limit)",
+      )
+        .env("MAX_WATCHES_PER_TEAM")
+        .default(64)
+        .argParser(wholeNumber("MAX_WATCHES_PER_TEAM")),
+    )
+    .addOption(
+      new Option("--max-observers-per-team <n>", "active observers one team may have (0: no limit)")
+        .env("MAX_OBSERVERS_PER_TEAM")
+        .default(8)
+        .argParser(wholeNumber("MAX_OBSERVERS_PER_TEAM")),
+    )
+    .addOption(
+      new Option(
+        "--max-mcp-waits-per-member <n>",
+        "wait_for_messages calls over /mcp one member may have pending at once (per server process)",
+      )
+        .env("MAX_MCP_WAITS_PER_MEMBER")
+        .default(4)
+        .argParser(wholeNumber("MAX_MCP_WAITS_PER_MEMBER", 1)),
+    )
+    .addOption(
+      new Option(
         "--max-streams-per-connection <n>",
         "concurrent calls a client may open on one HTTP/2 connection",
       )
@@ -354,10 +443,31 @@ function createProgram(name = "team-protocols"): Command {
         .argParser(wholeNumber("SLOW_CONSUMER_TIMEOUT_MS", 100)),
     )
     .addOption(
-      new Option("--request-timeout-ms <ms>", "time for a whole HTTP/1.1 request to arrive")
+      new Option(
+        "--request-timeout-ms <ms>",
+        "time for a whole request to arrive: HTTP/1.1 headers and body, an HTTP/2 request's body",
+      )
         .env("REQUEST_TIMEOUT_MS")
         .default(60_000)
         .argParser(wholeNumber("REQUEST_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option(
+        "--idle-connection-timeout-ms <ms>",
+        "an HTTP/2 connection with no open call for this long is closed (GOAWAY; PINGs do not count)",
+      )
+        .env("IDLE_CONNECTION_TIMEOUT_MS")
+        .default(300_000)
+        .argParser(wholeNumber("IDLE_CONNECTION_TIMEOUT_MS", 100)),
+    )
+    .addOption(
+      new Option(
+        "--max-connections <n>",
+        "open connections past which new ones are refused at accept (keep it under ulimit -n)",
+      )
+        .env("MAX_CONNECTIONS")
+        .default(10_000)
+        .argParser(wholeNumber("MAX_CONNECTIONS", 1)),
     )
     .addOption(
       new Option("--send-rate <n>", "sends a member may make per second (0: no limit)")
@@ -458,12 +568,23 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     leaseTtlDefaultS: o.leaseTtlDefaultS,
     leaseTtlMaxS: o.leaseTtlMaxS,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
+    maxMcpWaitsPerMember: o.maxMcpWaitsPerMember,
+    maxWatchesPerTeam: o.maxWatchesPerTeam,
+    maxObserversPerTeam: o.maxObserversPerTeam,
+    createTeamRatePerMin: o.createTeamRatePerMin,
+    createTeamBurst: o.createTeamBurst,
+    maxTeams: o.maxTeams,
+    authFailuresPerSec: o.authFailuresPerSec,
+    authFailuresBurst: o.authFailuresBurst,
+    authUnknownTokenTtlMs: o.authUnknownTokenTtlMs,
     maxStreamsPerConnection: o.maxStreamsPerConnection,
     maxInboxBacklog: o.maxInboxBacklog,
     maxInboxBacklogBytes: o.maxInboxBacklogBytes,
     headersTimeoutMs: o.headersTimeoutMs,
     slowConsumerTimeoutMs: o.slowConsumerTimeoutMs,
     requestTimeoutMs: o.requestTimeoutMs,
+    idleConnectionTimeoutMs: o.idleConnectionTimeoutMs,
+    maxConnections: o.maxConnections,
     sendRatePerSec: o.sendRate,
     sendBurst: o.sendBurst,
     retentionDays: o.retentionDays,

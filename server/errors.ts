@@ -72,7 +72,9 @@ export class LimitError extends RuleViolationError {
     sentence: string,
     readonly retryAfterMs?: number,
     field = "",
+    /** ResourceExhausted, but failed authentication throttled stays Unauthenticated. */
+    refusal: "resource-exhausted" | "unauthenticated" = "resource-exhausted",
   ) {
-    super(limit, "resource-exhausted", sentence, field);
+    super(limit, refusal, sentence, field);
   }
 }

@@ -38,6 +38,19 @@ export async function run(
     callerCacheTtlMs: config.callerCacheTtlMs,
     leaseTtls: { defaultMs: config.leaseTtlDefaultS * 1000, maxMs: config.leaseTtlMaxS * 1000 },
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
+    maxMcpWaitsPerMember: config.maxMcpWaitsPerMember,
+    maxWatchesPerTeam: config.maxWatchesPerTeam,
+    maxObserversPerTeam: config.maxObserversPerTeam,
+    openCreateTeam: {
+      perMinute: config.createTeamRatePerMin,
+      burst: config.createTeamBurst,
+      maxTeams: config.maxTeams,
+    },
+    authFailures: {
+      perSecond: config.authFailuresPerSec,
+      burst: config.authFailuresBurst,
+      unknownTtlMs: config.authUnknownTokenTtlMs,
+    },
     consoleAllowedOrigins: config.consoleAllowedOrigins,
     grpcFastPath: config.grpcFastPath,
     // The bound address is a name the operator chose: browsers may use it.
@@ -76,6 +89,8 @@ export async function run(
     headersTimeoutMs: config.headersTimeoutMs,
     slowConsumerTimeoutMs: config.slowConsumerTimeoutMs,
     requestTimeoutMs: config.requestTimeoutMs,
+    idleConnectionTimeoutMs: config.idleConnectionTimeoutMs,
+    maxConnections: config.maxConnections,
   });
   logger.info(
     {
@@ -89,6 +104,13 @@ export async function run(
     },
     `team-protocols listening on ${server.url}`,
   );
+  if (config.adminToken === undefined && !isLoopback(config.host)) {
+    logger.warn(
+      { event: "create_team_open", host: config.host },
+      `CreateTeam is open to anyone who reaches ${server.url} (within CREATE_TEAM_RATE_PER_MIN ` +
+        "and MAX_TEAMS): set TEAM_ADMIN_TOKEN when listening beyond loopback",
+    );
+  }
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
@@ -164,3 +186,9 @@ const SETUP_MISTAKES = new Set(["PORT_TAKEN", "DATA_DIR_IN_USE"]);
 const isEntryPoint =
   process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
 if (isEntryPoint) await main(process.argv.slice(2));
+
+/** An address only this machine can reach. */
+function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^127\./.test(h);
+}

@@ -49,6 +49,10 @@ export function membershipHandlers(deps: {
   hub: InboxHub;
   waiters: RequestWaiters;
   teams: TeamHub;
+  /** Teams the database may hold, when CreateTeam is open (no admin token); 0: no ceiling. */
+  maxTeams?: number;
+  /** Active observers one team may have; 0: no limit. */
+  maxObservers?: number;
 }): MembershipImpl {
   const { db, hub, waiters, teams } = deps;
   return {
@@ -58,11 +62,16 @@ export function membershipHandlers(deps: {
         "lead_permission_mode",
       );
       const token = generateToken();
-      const lead = await createTeam(db, req.team, {
-        name: req.leadName || DEFAULT_LEAD_NAME,
-        tokenHash: hashToken(token),
-        permissionMode: mode,
-      });
+      const lead = await createTeam(
+        db,
+        req.team,
+        {
+          name: req.leadName || DEFAULT_LEAD_NAME,
+          tokenHash: hashToken(token),
+          permissionMode: mode,
+        },
+        deps.maxTeams ?? 0,
+      );
       return create(CreateTeamResponseSchema, { token, lead: toMember(lead) });
     },
 
@@ -76,7 +85,15 @@ export function membershipHandlers(deps: {
           : checkedByRules(permissionModeFromProto(req.permissionMode), "permission_mode");
       const role = addedRole(req.role);
       const token = generateToken();
-      const member = await addMember(db, caller.teamId, req.name, hashToken(token), mode, role);
+      const member = await addMember(
+        db,
+        caller.teamId,
+        req.name,
+        hashToken(token),
+        mode,
+        role,
+        deps.maxObservers ?? 0,
+      );
       teams.wake([caller.teamId]);
       return create(AddMemberResponseSchema, { token, member: toMember(member) });
     },

@@ -33,6 +33,8 @@ export interface WatchOptions {
   heartbeatIntervalMs: number;
   /** WatchTeam streams one member may hold open at once in this process. */
   maxPerMember: number;
+  /** WatchTeam streams one team's members may hold open at once in this process; 0: no limit. */
+  maxPerTeam?: number;
 }
 
 /**
@@ -46,6 +48,7 @@ export function watchHandler(
   options: WatchOptions,
 ): Pick<ServiceImpl<typeof TeamService>, "watchTeam"> {
   const { db, teams, heartbeatIntervalMs, maxPerMember } = options;
+  const maxPerTeam = options.maxPerTeam ?? 0;
   return {
     async *watchTeam(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -61,6 +64,13 @@ export function watchHandler(
           "watches-per-member",
           `member "${caller.name}" already has ${maxPerMember} open WatchTeam streams ` +
             "(MAX_SUBSCRIPTIONS_PER_MEMBER); close one, or resume on the one you have",
+        );
+      }
+      if (maxPerTeam > 0 && teams.countOfTeam(caller.teamId) >= maxPerTeam) {
+        throw new LimitError(
+          "watches-per-team",
+          `team "${caller.teamName}" already has ${maxPerTeam} open WatchTeam streams ` +
+            "(MAX_WATCHES_PER_TEAM); close one, or resume on one you have",
         );
       }
       const stream = teams.open(caller.teamId, caller.id, ctx.signal);

@@ -4,8 +4,10 @@ import net from "node:net";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
+import { closeWhenIdle } from "./idle-connections.js";
 import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
 import { guardSlowConsumer, guardSlowStream } from "./slow-consumer-guard.js";
+import { timeOutUnfinishedBody } from "./unfinished-bodies.js";
 
 type Handler = (
   req: http.IncomingMessage | http2.Http2ServerRequest,
@@ -45,12 +47,19 @@ export interface ServerOptions {
    * headers to arrive. Default 10 s.
    */
   headersTimeoutMs?: number;
-  /** Time for a whole HTTP/1.1 request (headers and body) to arrive. Default 60 s. */
+  /**
+   * Time for a whole request to arrive: HTTP/1.1 headers and body (408), an HTTP/2 stream's
+   * body (DEADLINE_EXCEEDED or 408, then RST_STREAM). Default 60 s.
+   */
   requestTimeoutMs?: number;
+  /** An HTTP/2 connection with no open stream for this long is closed (GOAWAY). Default 5 min. */
+  idleConnectionTimeoutMs?: number;
+  /** Open connections (of every protocol) past which new ones are refused at accept. Default 10,000. */
+  maxConnections?: number;
   /** Concurrent streams a client may open on one HTTP/2 connection (SETTINGS). Default 256. */
   maxStreamsPerConnection?: number;
   /** Counts connections by HTTP version and open HTTP/2 streams (App.metrics). */
-  metrics?: Pick<Metrics, "connectionOpened" | "streamOpened"> | undefined;
+  metrics?: Pick<Metrics, "connectionOpened" | "streamOpened" | "refused"> | undefined;
 }
 
 export interface RunningServer {
@@ -167,6 +176,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const metrics = options.metrics;
   // After the listeners above (the first 'stream' listener is Node's compatibility one).
   if (metrics) h2.on("stream", (stream) => stream.once("close", metrics.streamOpened()));
+  // HTTP/1.1's requestTimeout, for HTTP/2 request bodies (Node has none for them).
+  h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) =>
+    timeOutUnfinishedBody(stream, headers, requestTimeoutMs, () => {
+      metrics?.refused("request-timeout", "limit");
+      logger.warn(
+        { event: "request_timeout", path: headers[":path"], timeoutMs: requestTimeoutMs },
+        "reset an HTTP/2 request whose body did not finish within REQUEST_TIMEOUT_MS",
+      );
+    }),
+  );
+  const idleConnectionMs = options.idleConnectionTimeoutMs ?? 300_000;
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
@@ -174,6 +194,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     if (!session.destroyed) session.setLocalWindowSize(CONNECTION_RECEIVE_WINDOW);
     session.once("close", () => sessions.delete(session));
     keepSessionAlive(session, keepaliveMs);
+    closeWhenIdle(session, idleConnectionMs, () => metrics?.refused("idle-connection", "limit"));
     if (stopping) session.close();
   });
   h2.on("sessionError", () => {});
@@ -195,6 +216,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       if (metrics) socket.once("close", metrics.connectionOpened(isH2 ? "2" : "1.1"));
       (isH2 ? h2 : h1).emit("connection", socket);
     });
+  });
+
+  // Past the cap, Node closes a new connection at accept and says so ('drop'): it holds no
+  // descriptor for longer than that. One log line per second at most, with the count, so
+  // that a flood of connections is not also a flood of log lines.
+  tcp.maxConnections = options.maxConnections ?? 10_000;
+  const drops = logEvery(1_000, (dropped) =>
+    logger.warn(
+      { event: "connection_refused", limit: "MAX_CONNECTIONS", max: tcp.maxConnections, dropped },
+      "refused new connections: MAX_CONNECTIONS are open",
+    ),
+  );
+  tcp.on("drop", () => {
+    metrics?.refused("max-connections", "limit");
+    drops();
   });
 
   await new Promise<void>((resolve, reject) => {
@@ -251,6 +287,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       for (const session of sessions) session.destroy();
       await closed;
     },
+  };
+}
+
+/** Calls `log` with how many times it was asked, at most once per `ms` (the first at once). */
+function logEvery(ms: number, log: (count: number) => void): () => void {
+  let count = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const flush = () => {
+    timer = undefined;
+    if (count === 0) return;
+    log(count);
+    count = 0;
+    timer = setTimeout(flush, ms);
+    timer.unref();
+  };
+  return () => {
+    count++;
+    if (!timer) flush();
   };
 }
 

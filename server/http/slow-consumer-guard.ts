@@ -1,6 +1,7 @@
 import type http from "node:http";
 import http2 from "node:http2";
 import { createContextKey, createContextValues } from "@connectrpc/connect";
+import { peerAddressKey } from "../interceptors/auth-throttle.js";
 import {
   createWritePressure,
   type WritePressureSource,
@@ -26,7 +27,8 @@ export const responseCutKey = createContextKey<AbortSignal | undefined>(undefine
 export function contextValuesFor(req: Request) {
   return createContextValues()
     .set(responseCutKey, cutSignals.get(req))
-    .set(writePressureKey, pressures.get(req));
+    .set(writePressureKey, pressures.get(req))
+    .set(peerAddressKey, req.socket?.remoteAddress);
 }
 
 /**

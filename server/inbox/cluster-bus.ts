@@ -224,6 +224,7 @@ export function createClusterBus(options: {
       return localTeams.size;
     },
     countOf: (memberId) => localTeams.countOf(memberId),
+    countOfTeam: (teamId) => localTeams.countOfTeam(teamId),
     get waiting() {
       return localTeams.waiting;
     },

@@ -24,6 +24,8 @@ export interface TeamHub {
   readonly size: number;
   /** Open streams of one member in this process. */
   countOf(memberId: number): number;
+  /** Open streams watching one team in this process (all its members'). */
+  countOfTeam(teamId: number): number;
   /** Streams parked waiting for a wake-up (read up to date): a test hook, as the inbox hub's. */
   readonly waiting: number;
 }
@@ -80,6 +82,11 @@ export function createTeamHub(): TeamHub {
       return streams.size;
     },
     countOf: (memberId) => streams.countOf(memberId),
+    countOfTeam(teamId) {
+      let n = 0;
+      for (const count of watchers.get(teamId)?.values() ?? []) n += count;
+      return n;
+    },
     get waiting() {
       return streams.waiting;
     },

@@ -1,11 +1,16 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { type Caller, callerKey } from "../caller.js";
-import { DomainError } from "../errors.js";
+import { DomainError, LimitError } from "../errors.js";
 import type { Database } from "../store/database.js";
 import { findMemberByTokenHash, touchMember } from "../store/members.js";
 import { isWellFormedToken, secretsEqual, tokenHashHex } from "../tokens.js";
+import { type AuthThrottle, peerAddressKey } from "./auth-throttle.js";
 import type { CallerCache } from "./caller-cache.js";
+import { createSendRateLimiter } from "./send-rate.js";
+
+/** The limit's name in refusals and metrics. */
+export const CREATE_TEAM_RATE_LIMIT = "create-team-rate";
 
 export interface AuthOptions {
   db: Database;
@@ -17,6 +22,13 @@ export interface AuthOptions {
   cache?: CallerCache;
   /** Records activity (createTouchThrottle); one per process, shared with the fast paths. */
   touch?: (memberId: number) => void;
+  /** Failed look-ups per client address (auth-throttle.ts); one per process. */
+  throttle?: AuthThrottle | undefined;
+  /**
+   * Without an admin token: CreateTeam calls one client address may make per minute, and at
+   * once. Default 10 and 10; perMinute 0: no limit.
+   */
+  createTeamRate?: { perMinute: number; burst: number };
 }
 
 /**
@@ -26,6 +38,11 @@ export interface AuthOptions {
  */
 export function authInterceptor(options: AuthOptions): Interceptor {
   const touch = options.touch ?? createTouchThrottle(options.db, options.touchIntervalMs ?? 10_000);
+  const rate = options.createTeamRate ?? { perMinute: 10, burst: 10 };
+  const creates = createSendRateLimiter<string>({
+    perSecond: rate.perMinute / 60,
+    burst: rate.burst,
+  });
   return (next) => async (req) => {
     const token = bearerToken(req.header.get("authorization"));
     if (req.method === TeamService.method.createTeam) {
@@ -36,10 +53,21 @@ export function authInterceptor(options: AuthOptions): Interceptor {
             "CreateTeam needs the admin token: this server has TEAM_ADMIN_TOKEN set",
           );
         }
+      } else if (rate.perMinute > 0) {
+        // Open CreateTeam hands anyone a lead token: held to a rate per client address.
+        const waitMs = creates.take(req.contextValues.get(peerAddressKey) ?? "");
+        if (waitMs !== undefined) {
+          throw new LimitError(
+            CREATE_TEAM_RATE_LIMIT,
+            `this address may create ${rate.perMinute} teams a minute (bursts of ${rate.burst}; ` +
+              `CREATE_TEAM_RATE_PER_MIN, or set TEAM_ADMIN_TOKEN); retry in ${Math.ceil(waitMs)} ms`,
+            waitMs,
+          );
+        }
       }
       return next(req);
     }
-    const caller = await authenticate(options, token);
+    const caller = await authenticate(options, token, req.contextValues.get(peerAddressKey));
     req.contextValues.set(callerKey, caller);
     touch(caller.id);
     return next(req);
@@ -47,14 +75,20 @@ export function authInterceptor(options: AuthOptions): Interceptor {
 }
 
 async function resolveCaller(
-  options: Pick<AuthOptions, "db" | "cache">,
+  options: Pick<AuthOptions, "db" | "cache" | "throttle">,
   key: string,
+  address: string | undefined,
 ): Promise<Caller> {
   const cached = options.cache?.get(key);
   if (cached) return cached;
+  // Before the look-up: a flood of bad tokens must not cost a transaction each.
+  options.throttle?.beforeLookUp(address, key);
   const epoch = options.cache?.epoch() ?? 0;
   const member = await findMemberByTokenHash(options.db, Buffer.from(key, "hex"));
-  if (!member) throw new DomainError("unauthenticated", "unknown token");
+  if (!member) {
+    options.throttle?.unknown(address, key);
+    throw new DomainError("unauthenticated", "unknown token");
+  }
   if (member.status !== "active") {
     throw new DomainError(
       "unauthenticated",
@@ -78,8 +112,10 @@ async function resolveCaller(
  * wrong. `token` is what bearerToken() found in the Authorization header.
  */
 export async function authenticate(
-  options: Pick<AuthOptions, "db" | "cache">,
+  options: Pick<AuthOptions, "db" | "cache" | "throttle">,
   token: string | undefined,
+  /** The client's address, for the throttle of failed look-ups. */
+  address?: string | undefined,
 ): Promise<Caller> {
   if (token === undefined) {
     throw new DomainError(
@@ -91,7 +127,7 @@ export async function authenticate(
   if (!isWellFormedToken(token)) {
     throw new DomainError("unauthenticated", "malformed token: expected tp_ and 43 characters");
   }
-  return resolveCaller(options, tokenHashHex(token));
+  return resolveCaller(options, tokenHashHex(token), address);
 }
 
 export function bearerToken(header: string | null | undefined): string | undefined {

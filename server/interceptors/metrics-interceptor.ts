@@ -62,11 +62,22 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
       if (req.method === TeamService.method.send) {
         metrics.sendSeconds((performance.now() - started) / 1000);
       }
-      observeCallEnd(metrics, method, undefined);
+      // A unary handler that answers because its call's signal aborted (AwaitRequest returns
+      // the record as it stands when its client goes away or its deadline passes) answered
+      // nobody: counted by why it ended, not as a success.
+      observeCallEnd(metrics, method, req.signal.aborted ? abortedCall(req.signal) : undefined);
       return res;
     } catch (err) {
       observeCallEnd(metrics, method, err);
       throw err;
     }
   };
+}
+
+/** Why a call's signal aborted, as a Connect error: its own code, else Canceled. */
+function abortedCall(signal: AbortSignal): ConnectError {
+  const reason: unknown = signal.reason;
+  return reason instanceof ConnectError
+    ? reason
+    : new ConnectError("the client went away", Code.Canceled);
 }

@@ -12,9 +12,9 @@ export interface SendRateOptions {
   now?: () => number;
 }
 
-export interface SendRateLimiter {
-  /** Takes one send for `memberId`: undefined when allowed, else ms until one is. */
-  take(memberId: number): number | undefined;
+export interface SendRateLimiter<K = number> {
+  /** Takes one send for `memberId` (or any key): undefined when allowed, else ms until one is. */
+  take(memberId: K): number | undefined;
   /** Members with a partly drained bucket (the rest hold no memory). */
   readonly size: number;
 }
@@ -28,9 +28,9 @@ const PRUNE_AT = 10_000;
  * Per server process: with several replicas behind a balancer a member may get up to one
  * allowance per replica.
  */
-export function createSendRateLimiter(options: SendRateOptions): SendRateLimiter {
+export function createSendRateLimiter<K = number>(options: SendRateOptions): SendRateLimiter<K> {
   const now = options.now ?? (() => performance.now());
-  const buckets = new Map<number, { tokens: number; at: number }>();
+  const buckets = new Map<K, { tokens: number; at: number }>();
   const refill = (b: { tokens: number; at: number }, t: number) => {
     b.tokens = Math.min(options.burst, b.tokens + ((t - b.at) * options.perSecond) / 1000);
     b.at = t;

@@ -1,14 +1,17 @@
 import type http from "node:http";
-import { type ConnectRouter, createRouterTransport } from "@connectrpc/connect";
+import { type ConnectRouter, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { createTeamClient } from "@team-protocols/client/team-client.js";
 import { teamErrorInterceptor } from "@team-protocols/client/team-error.js";
 import { createTeamMcpServer, httpConfig } from "@team-protocols/mcp/team-mcp-server.js";
 import { type InboxCursor, newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Caller } from "../caller.js";
+import { LimitError } from "../errors.js";
 import type { NodeHandler } from "../http/connect-adapter.js";
 import { bearerToken } from "../interceptors/auth.js";
 import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics/metrics.js";
+import { type WaitCount, waitCount } from "./mcp-waits.js";
 
 export const MCP_PATH = "/mcp";
 
@@ -16,9 +19,12 @@ export interface McpEndpointOptions {
   /** The app's routes: tool calls run through every interceptor an RPC does. */
   routes(router: ConnectRouter): void;
   /** The server's own token check (auth interceptor); throws with the reason. */
-  authenticate(token: string | undefined): Promise<Caller>;
+  authenticate(token: string | undefined, address: string | undefined): Promise<Caller>;
   /** The request body limit of the RPCs. */
   readMaxBytes: number;
+  /** wait_for_messages calls one member may have pending at once. Default 4. */
+  maxWaitsPerMember?: number;
+  metrics?: Pick<Metrics, "refused"> | undefined;
   logger: Logger;
 }
 
@@ -29,13 +35,29 @@ type Res = Parameters<NodeHandler>[1];
 // oldest is forgotten first, which only means a crash-like restart of its at-least-once.
 const MAX_CURSORS = 10_000;
 
+/** The limit's name in refusals and metrics. */
+export const MCP_WAITS_LIMIT = "mcp-waits-per-member";
+
 /**
- * `/mcp`: the team's MCP tools over Streamable HTTP, stateless (a server and a transport per
- * request). The member is the bearer token's, checked as for RPCs; the tools call the
- * service in-process through the same routes and interceptors, so every rule is the
- * server's, never the bridge's.
+ * `/mcp`: the team's MCP tools over Streamable HTTP, stateless (an MCP server and transport
+ * per request; the in-process RPC transport under them is made once). The member is the
+ * bearer token's, checked as for RPCs; the tools call the service in-process through the
+ * same routes and interceptors, so every rule is the server's, never the bridge's.
  */
 export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
+  const maxWaits = o.maxWaitsPerMember ?? 4;
+  // Building a router (every service, its interceptors) was most of a call's cost when it was
+  // done per request: it depends on nothing of the request, so it is made once. What does (the
+  // caller's token) is added to each call's headers by authenticated() below.
+  let shared: Transport | undefined;
+  const rpcTransport = () =>
+    (shared ??= createRouterTransport(o.routes, {
+      transport: { interceptors: [teamErrorInterceptor] },
+    }));
+  // Pending wait_for_messages calls per member. They run one at a time per member (the
+  // cursor's queue), so past a few more only hold memory (an MCP server, a request, a
+  // response each): refused at once instead.
+  const waits = new Map<number, number>();
   const cursors = new Map<number, InboxCursor>();
   const cursorOf = (memberId: number) => {
     let c = cursors.get(memberId);
@@ -56,10 +78,15 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
     const token = bearerToken(req.headers.authorization);
     let caller: Caller;
     try {
-      caller = await o.authenticate(token);
+      caller = await o.authenticate(token, req.socket?.remoteAddress);
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
-      return answer(res, 401, `unauthenticated: ${why}`, { "www-authenticate": "Bearer" });
+      // Failed authentication throttled (auth-throttle.ts): when to try again, as HTTP says it.
+      const retryMs = err instanceof LimitError ? err.retryAfterMs : undefined;
+      return answer(res, 401, `unauthenticated: ${why}`, {
+        "www-authenticate": "Bearer",
+        ...(retryMs !== undefined ? { "retry-after": String(Math.ceil(retryMs / 1000)) } : {}),
+      });
     }
     const body = await readBody(req, o.readMaxBytes);
     if (body === "too large") {
@@ -71,20 +98,23 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
     } catch {
       return answer(res, 400, "the body is not JSON", {}, -32700);
     }
-    const bearer = `Bearer ${token}`;
+    const wanted = waitCount(parsed);
+    const pending = waits.get(caller.id) ?? 0;
+    if (wanted.count > 0 && pending + wanted.count > maxWaits) {
+      o.metrics?.refused(MCP_WAITS_LIMIT, "limit");
+      return refuseWaits(res, wanted, caller.name, maxWaits);
+    }
+    if (wanted.count > 0) {
+      waits.set(caller.id, pending + wanted.count);
+      res.once("close", () => {
+        const left = (waits.get(caller.id) ?? wanted.count) - wanted.count;
+        if (left > 0) waits.set(caller.id, left);
+        else waits.delete(caller.id);
+      });
+    }
     const client = createTeamClient({
       baseUrl: `http://${req.headers.host ?? "localhost"}`,
-      transport: createRouterTransport(o.routes, {
-        transport: {
-          interceptors: [
-            teamErrorInterceptor,
-            (next) => (r) => {
-              r.header.set("authorization", bearer);
-              return next(r);
-            },
-          ],
-        },
-      }),
+      transport: authenticated(rpcTransport(), `Bearer ${token}`),
     });
     const mcpUrl = `http://${req.headers.host ?? "HOST:8080"}${MCP_PATH}`;
     const server = createTeamMcpServer({
@@ -111,6 +141,38 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
       else res.destroy();
     });
   };
+}
+
+/** `transport`, each call carrying `authorization` (the auth interceptor checks it). */
+function authenticated(transport: Transport, authorization: string): Transport {
+  const withAuth = (header: Parameters<Transport["unary"]>[3]) => {
+    const headers = new Headers(header);
+    headers.set("authorization", authorization);
+    return headers;
+  };
+  return {
+    unary: (method, signal, timeoutMs, header, input, contextValues) =>
+      transport.unary(method, signal, timeoutMs, withAuth(header), input, contextValues),
+    stream: (method, signal, timeoutMs, header, input, contextValues) =>
+      transport.stream(method, signal, timeoutMs, withAuth(header), input, contextValues),
+  };
+}
+
+/**
+ * Past the cap: each wait_for_messages call of the message gets an isError result naming the
+ * limit (what a model reads and can act on), the message's other requests a JSON-RPC error.
+ */
+function refuseWaits(res: Res, wanted: WaitCount, member: string, max: number): void {
+  const text =
+    `${MCP_WAITS_LIMIT}: member "${member}" already has ${max} wait_for_messages calls ` +
+    "pending (MAX_MCP_WAITS_PER_MEMBER); wait for one to return before calling it again";
+  const answers = wanted.ids.map(({ id, isWait }) =>
+    isWait
+      ? { jsonrpc: "2.0", id, result: { content: [{ type: "text", text }], isError: true } }
+      : { jsonrpc: "2.0", id, error: { code: -32000, message: text } },
+  );
+  (res as http.ServerResponse).writeHead(200, { "content-type": "application/json" });
+  res.end(JSON.stringify(wanted.batch ? answers : answers[0]));
 }
 
 /** A JSON-RPC error as the body, so MCP clients show the message. */

@@ -16,14 +16,16 @@ type Res = Parameters<NodeHandler>[1];
  */
 export function createMetricsEndpoint(metrics: Metrics, token: string | undefined): NodeHandler {
   // Compared as hashes: equal lengths for timingSafeEqual, whatever the client sends.
-  const expected = token === undefined ? undefined : sha256(`Bearer ${token}`);
+  const expected = token === undefined ? undefined : sha256(token);
   return (req, res) => {
     if (req.method !== "GET" && req.method !== "HEAD") {
       return answer(res, 405, "GET /metrics\n", { allow: "GET, HEAD" });
     }
     if (expected) {
-      const given = req.headers.authorization;
-      if (typeof given !== "string" || !timingSafeEqual(sha256(given), expected)) {
+      // The scheme is case-insensitive (RFC 9110): "bearer" and "BEARER" are "Bearer". (The
+      // same match as the auth interceptor's bearerToken(); metrics import nothing of it.)
+      const given = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization?.trim() ?? "")?.[1];
+      if (!given || !timingSafeEqual(sha256(given), expected)) {
         return answer(res, 401, "metrics need the METRICS_TOKEN as a bearer token\n", {
           "www-authenticate": 'Bearer realm="metrics"',
         });

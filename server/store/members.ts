@@ -3,7 +3,7 @@ import type {
   MemberStatusWord as MemberStatus,
 } from "@team-protocols/contract/words.js";
 import type { PermissionMode } from "../domain/words.js";
-import { DomainError } from "../errors.js";
+import { DomainError, LimitError } from "../errors.js";
 import type { Database, Queryable } from "./database.js";
 import { one } from "./rows.js";
 import { isUniqueViolation } from "./sql-errors.js";
@@ -67,9 +67,22 @@ export async function createTeam(
   db: Database,
   team: string,
   lead: { name: string; tokenHash: Uint8Array; permissionMode: PermissionMode },
+  /** Teams the database may hold at most (0: no ceiling). */
+  maxTeams = 0,
 ): Promise<MemberRow> {
   try {
     return await db.transaction(async (tx) => {
+      if (maxTeams > 0) {
+        // A ceiling, not an exact count: two creates racing at the last place may both pass.
+        const [c] = await tx.query<{ n: string }>("SELECT count(*) AS n FROM teams");
+        if (Number(one(c).n) >= maxTeams) {
+          throw new LimitError(
+            "max-teams",
+            `this server holds ${maxTeams} teams, its ceiling (MAX_TEAMS; set TEAM_ADMIN_TOKEN ` +
+              "to create teams without it)",
+          );
+        }
+      }
       const [t] = await tx.query<{ id: number }>(
         "INSERT INTO teams (name) VALUES ($1) RETURNING id",
         [team],
@@ -118,9 +131,26 @@ export async function addMember(
   tokenHash: Uint8Array,
   permissionMode: PermissionMode,
   role: Exclude<MemberRole, "lead"> = "teammate",
+  /** Active observers a team may have (0: no limit). */
+  maxObservers = 0,
 ): Promise<MemberRow> {
   try {
     return await db.transaction(async (tx) => {
+      if (role === "observer" && maxObservers > 0) {
+        // Each observer may hold WatchTeam streams: their number is what a lead could grow.
+        const [c] = await tx.query<{ n: string }>(
+          `SELECT count(*) AS n FROM members
+            WHERE team_id = $1 AND role = 'observer' AND status = 'active'`,
+          [teamId],
+        );
+        if (Number(one(c).n) >= maxObservers) {
+          throw new LimitError(
+            "observers-per-team",
+            `this team already has ${maxObservers} observers (MAX_OBSERVERS_PER_TEAM); ` +
+              "remove one before adding another",
+          );
+        }
+      }
       const [revived] = await tx.query<MemberSqlRow>(
         `WITH m AS (
            UPDATE members

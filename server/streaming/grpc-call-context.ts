@@ -41,7 +41,12 @@ export interface CallPipeline {
   /** Encodings accepted and offered, in connect-node's order (gzip, br). */
   acceptCompression: Compression[];
   /** The call's context values, as the connect adapter gives them (cut signal, pressure). */
-  contextValues(cut: AbortSignal | undefined, pressure: WritePressure | undefined): ContextValues;
+  contextValues(
+    cut: AbortSignal | undefined,
+    pressure: WritePressure | undefined,
+    /** The client's address (the TCP peer). */
+    peer: string | undefined,
+  ): ContextValues;
 }
 
 /** One method of the service as the bare-stream path serves it. */

@@ -74,7 +74,7 @@ export async function serveServerStream(
     headers,
     method,
     pipeline,
-    pipeline.contextValues(cut, pressure),
+    pipeline.contextValues(cut, pressure, stream.session?.socket?.remoteAddress),
   );
   const input = new OneRequestMessage(stream, call, pipeline.readMaxBytes);
   const output = serialization.getO(binary);

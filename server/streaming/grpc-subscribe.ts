@@ -16,6 +16,7 @@ import type { Deliveries } from "../handlers/subscribe.js";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
 import { createWritePressure } from "../http/write-pressure.js";
 import { authenticate, bearerToken } from "../interceptors/auth.js";
+import type { AuthThrottle } from "../interceptors/auth-throttle.js";
 import type { CallerCache } from "../interceptors/caller-cache.js";
 import { reportCallError } from "../interceptors/error-mapping.js";
 import { observeCallEnd } from "../interceptors/metrics-interceptor.js";
@@ -47,6 +48,7 @@ export function isGrpcSubscribe(headers: http2.IncomingHttpHeaders): boolean {
 export interface GrpcSubscribeDeps {
   db: Database;
   cache: CallerCache;
+  throttle?: AuthThrottle | undefined;
   touch: (memberId: number) => void;
   deliveries: Deliveries;
   logger: Logger;
@@ -102,7 +104,11 @@ export async function serveGrpcSubscribe(
       deadline = setTimeout(() => call.abort(deadlineExceeded()), timeout.timeoutMs);
     }
     const request = await readRequest(stream, headers, call.signal);
-    const caller = await authenticate(deps, bearerToken(headerValue(headers, "authorization")));
+    const caller = await authenticate(
+      deps,
+      bearerToken(headerValue(headers, "authorization")),
+      stream.session?.socket?.remoteAddress,
+    );
     deps.touch(caller.id);
     sendHeaders();
     const pressure = createWritePressure();

@@ -54,7 +54,11 @@ export async function serveUnary(
   const { serialization, binary } = method;
   // A unary answer is written with end(), which the slow-consumer guard does not watch (it
   // watches write()): no guard, so no cut signal, and no write pressure.
-  const values = pipeline.contextValues(undefined, undefined);
+  const values = pipeline.contextValues(
+    undefined,
+    undefined,
+    stream.session?.socket?.remoteAddress,
+  );
   const call = new GrpcCall(stream, headers, method, pipeline, values);
   let last: Uint8Array | undefined;
   let failed: { error: unknown } | undefined;

@@ -446,6 +446,31 @@ describe("the server as a process", () => {
     expectCleanStop(server, await stopServer(server));
   }, 60_000);
 
+  it.skipIf(databaseKinds().some((k) => k.kind === "postgres" && k.skip))(
+    "beyond loopback without TEAM_ADMIN_TOKEN, the server warns once that CreateTeam is open",
+    async () => {
+      // On PostgreSQL: a start in seconds (what is tested is the log line, not the database).
+      const scratch = await createScratchPgDatabase("template");
+      try {
+        const env = { DATABASE_URL: scratch.url, DATA_DIR: await tempDataDir() };
+        // startServer() expects 127.0.0.1: spawned here, and its start line awaited.
+        const server = spawnServer({ ...env, HOST: "0.0.0.0", PORT: String(await freePort()) });
+        await waitFor("the start line", START_TIMEOUT_MS, () => server.events("start")[0], server);
+        const warnings = server.events("create_team_open");
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]?.msg).toMatch(/set TEAM_ADMIN_TOKEN when listening beyond loopback/);
+        expectCleanStop(server, await stopServer(server));
+        // On loopback (the default) it does not.
+        const local = await startServer(env);
+        expect(local.events("create_team_open")).toHaveLength(0);
+        expectCleanStop(local, await stopServer(local));
+      } finally {
+        await scratch.drop();
+      }
+    },
+    120_000,
+  );
+
   it("says what it is doing while the database starts, then where it listens", async () => {
     const dataDir = await tempDataDir();
     const server = await startServer({ DATA_DIR: dataDir });

@@ -116,6 +116,35 @@ describeEachDatabase(
       expect(calls("Subscribe", "canceled")).toBe(3);
     });
 
+    for (const protocol of ["connect", "grpc"] as const) {
+      it(`${protocol}: an AwaitRequest its client cancelled counts as canceled, not ok`, async () => {
+        const t = await env().team("worker");
+        const asked = await t.lead.send({ to: "worker", message: shutdownRequest() });
+        const labels = { method: "AwaitRequest", code: "canceled" };
+        const before = count(await scrape(url()), "team_rpc_calls_total", labels);
+        const lead = env().client(t.leadToken, protocol);
+        const stop = new AbortController();
+        const waiting = lead
+          .awaitRequest({ requestId: asked.requestId }, { signal: stop.signal })
+          .catch(() => "cancelled");
+        await new Promise((r) => setTimeout(r, 300));
+        stop.abort();
+        expect(await waiting).toBe("cancelled");
+        const deadline = Date.now() + 10_000;
+        let after = before;
+        while (after === before && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 50));
+          after = count(await scrape(url()), "team_rpc_calls_total", labels);
+        }
+        expect(after).toBe(before + 1);
+        const ok = count(await scrape(url()), "team_rpc_calls_total", {
+          method: "AwaitRequest",
+          code: "ok",
+        });
+        expect(ok).toBe(0);
+      });
+    }
+
     it("the send-rate limit counts as a limit", async () => {
       const t = await env().team("flooded");
       const before = await scrape(url());
@@ -282,6 +311,12 @@ describeEachDatabase(
         expect((await get({ authorization: "Bearer wrong" })).status).toBe(401);
         const ok = await get({ authorization: "Bearer scrape-secret" });
         expect(ok.status).toBe(200);
+        // The scheme is case-insensitive, as for every call's token.
+        for (const scheme of ["bearer", "BEARER"]) {
+          const res = await get({ authorization: `${scheme} scrape-secret` });
+          expect(res.status, scheme).toBe(200);
+          await res.text();
+        }
         expect(parsePrometheusText(await ok.text()).type("team_subscriptions")).toBe("gauge");
         const post = await fetch(`${guarded.server.url}/metrics`, { method: "POST" });
         expect(post.status).toBe(405);

@@ -96,7 +96,8 @@ export function spawnServer(env: Record<string, string>): ServerProcess {
   }
   const child = spawn(process.execPath, ["--import", "tsx", "server/main.ts"], {
     cwd: repoRoot,
-    env: { ...base, LOG_LEVEL: "info", ...env },
+    // Suites make teams by the dozen from one address (open CreateTeam's rate: off).
+    env: { ...base, LOG_LEVEL: "info", CREATE_TEAM_RATE_PER_MIN: "0", MAX_TEAMS: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

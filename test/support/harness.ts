@@ -75,7 +75,14 @@ export async function startTestEnv(
   serverOptions: Pick<ServerOptions, "keepaliveIntervalMs" | "slowConsumerTimeoutMs"> &
     Partial<Pick<ServerOptions, "logger">> = {},
 ): Promise<TestEnv & { close(): Promise<void> }> {
-  const app = createApp({ db: testDb.db, logger: silentLogger(), ...options });
+  const app = createApp({
+    db: testDb.db,
+    logger: silentLogger(),
+    // Suites make teams by the dozen from one address: open CreateTeam's limits are tested
+    // in test/service/create-team-limits.test.ts, off elsewhere.
+    openCreateTeam: { perMinute: 0, burst: 1, maxTeams: 0 },
+    ...options,
+  });
   await app.ready;
   const handler = app.nodeHandler();
   const server = await startServer({

@@ -1,0 +1,126 @@
+import http2 from "node:http2";
+import net from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunningServer, startServer } from "../../server/http/http-server.js";
+import { silentLogger } from "../../server/logger.js";
+import { createMetrics, type Metrics } from "../../server/metrics/metrics.js";
+
+/** How many refusals of `rule` the metrics counted. */
+async function refusals(metrics: Metrics, rule: string): Promise<number> {
+  const text = await metrics.registry.getSingleMetricAsString("team_refusals_total");
+  const line = text.split("\n").find((l) => l.includes(`rule="${rule}"`));
+  return line ? Number(line.split(" ").at(-1)) : 0;
+}
+
+/** A session's end: whether a GOAWAY came first. */
+function ending(session: http2.ClientHttp2Session) {
+  let goaway = false;
+  session.on("goaway", () => {
+    goaway = true;
+  });
+  session.on("error", () => {});
+  return new Promise<{ goaway: boolean }>((resolve) =>
+    session.once("close", () => resolve({ goaway })),
+  );
+}
+
+describe("HTTP/2 connections: idle ones are closed, and their number is capped", () => {
+  let server: RunningServer;
+  const metrics = createMetrics();
+  let release: (() => void) | undefined;
+  beforeAll(async () => {
+    server = await startServer({
+      // /hold answers when the test says so; the rest at once.
+      handler: (req, res) => {
+        if (req.url === "/hold") {
+          release = () => res.end("held");
+          return;
+        }
+        req.resume();
+        req.on("end", () => res.end("ok"));
+      },
+      host: "127.0.0.1",
+      port: 0,
+      logger: silentLogger(),
+      metrics,
+      // PINGs go both ways often: they must not count as activity.
+      keepaliveIntervalMs: 50,
+      idleConnectionTimeoutMs: 400,
+      maxConnections: 4,
+    });
+  });
+  afterAll(async () => {
+    await server.close(1_000);
+  });
+
+  // Without the idle timeout these two would wait for ever (and fail on the test timeout).
+  it("a connection that only answers PINGs is sent GOAWAY and closed after IDLE_CONNECTION_TIMEOUT_MS", async () => {
+    const before = await refusals(metrics, "idle-connection");
+    const session = http2.connect(server.url);
+    const ended = ending(session);
+    // Our side pings too: a client's PINGs are not activity either.
+    const pinging = setInterval(() => session.ping(() => {}), 50);
+    const end = await ended;
+    clearInterval(pinging);
+    expect(end.goaway).toBe(true);
+    expect(await refusals(metrics, "idle-connection")).toBe(before + 1);
+  });
+
+  it("a connection with a stream open is not idle; it is closed only once the stream ended and the timeout passed again", async () => {
+    const session = http2.connect(server.url);
+    const ended = ending(session);
+    let closed = false;
+    void ended.then(() => {
+      closed = true;
+    });
+    const stream = session.request({ ":path": "/hold" });
+    stream.on("error", () => {});
+    const body = new Promise<string>((resolve) => {
+      let text = "";
+      stream.setEncoding("utf8").on("data", (d: string) => {
+        text += d;
+      });
+      stream.on("end", () => resolve(text));
+    });
+    // Well past the idle timeout, the stream still open: the connection is still there.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(closed).toBe(false);
+    release?.();
+    expect(await body).toBe("held");
+    expect((await ended).goaway).toBe(true);
+  });
+
+  it("past MAX_CONNECTIONS a new connection is refused at accept; once one closes, a new one is served", async () => {
+    const before = await refusals(metrics, "max-connections");
+    const holders: net.Socket[] = [];
+    for (let i = 0; i < 4; i++) {
+      const s = net.connect(server.port, "127.0.0.1");
+      s.on("error", () => {});
+      await new Promise<void>((resolve) => s.once("connect", () => resolve()));
+      holders.push(s);
+    }
+    // The server counts a connection once it accepted it: wait until it has all four.
+    await new Promise((r) => setTimeout(r, 100));
+    const refused = net.connect(server.port, "127.0.0.1");
+    refused.on("error", () => {});
+    await new Promise<void>((resolve) => refused.once("close", () => resolve()));
+    expect(await refusals(metrics, "max-connections")).toBe(before + 1);
+
+    for (const s of holders) s.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    const session = http2.connect(server.url);
+    session.on("error", () => {});
+    const stream = session.request({ ":path": "/", ":method": "POST" });
+    stream.end("x");
+    const text = await new Promise<string>((resolve, reject) => {
+      let t = "";
+      stream.setEncoding("utf8").on("data", (d: string) => {
+        t += d;
+      });
+      stream.on("end", () => resolve(t));
+      stream.on("error", reject);
+    });
+    expect(text).toBe("ok");
+    session.close();
+  });
+});
