@@ -25,6 +25,15 @@ describe("send-rate limiter (a token bucket per member)", () => {
     expect(limiter.take(1)).toBeCloseTo(100);
   });
 
+  it("a member idle far longer than the burst takes to refill may send only `burst` at once", () => {
+    let now = 0;
+    const limiter = createSendRateLimiter({ perSecond: 10, burst: 3, now: () => now });
+    limiter.take(1); // the member is known and its bucket partly drained
+    now = 60_000; // a minute idle: 600 tokens' worth of refill, capped at the burst of 3
+    const allowed = [1, 2, 3, 4].map(() => limiter.take(1));
+    expect(allowed).toEqual([undefined, undefined, undefined, expect.closeTo(100)]);
+  });
+
   it("forgets idle members once many are tracked (memory follows who is sending)", () => {
     let now = 0;
     const limiter = createSendRateLimiter({ perSecond: 1000, burst: 1, now: () => now });

@@ -882,6 +882,43 @@ describe("the rules table, called directly", () => {
     },
   );
 
+  // Every structured kind, with a body valid for shape: a new kind of Message fails the
+  // completeness check below until it is listed here, so no-broadcast covers it from day one.
+  const structured: Record<string, Kind> = {
+    shutdownRequest: shutdown("done"),
+    shutdownResponse: shutdownAnswer(true),
+    planApprovalRequest: plan(),
+    planApprovalResponse: planAnswer(true),
+    taskNotification: task({}),
+    taskClaimRequest: claim(),
+    taskClaimResponse: claimAnswer(true),
+    taskAssign: assign(),
+    taskHandoffRequest: handoff(),
+    taskHandoffResponse: handoffAnswer(true),
+    resultSignoffRequest: signoff(),
+    resultSignoffResponse: signoffAnswer(true),
+  };
+
+  it("lists every kind of Message but text and the server's request_update as structured", () => {
+    const kinds = MessageSchema.oneofs
+      .find((o) => o.name === "kind")
+      ?.fields.map((f) => f.localName);
+    expect(Object.keys(structured).sort()).toEqual(
+      kinds?.filter((k) => k !== "text" && k !== "requestUpdate").sort(),
+    );
+  });
+
+  it.each(Object.keys(structured))(
+    'refuses a %s to "*" under no-broadcast (field to), from the lead and from a teammate',
+    (kind) => {
+      const body = structured[kind] as Kind;
+      expect([refusal(send("*", body, lead)), refusal(send("*", body, mate))]).toEqual([
+        by("no-broadcast", "to"),
+        by("no-broadcast", "to"),
+      ]);
+    },
+  );
+
   it("checks shape before who may send what: an oversized plan to a teammate is a shape error", () => {
     expect(refusal(send("bob", plan("p".repeat(MAX_PLAN_BYTES + 1))))?.rule).toBe("size-shape");
   });
