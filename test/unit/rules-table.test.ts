@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import {
@@ -128,6 +129,18 @@ const signoffAnswer = (approve: boolean, feedback = "", requestId = REQ): Kind =
   value: { requestId, approve, feedback },
 });
 const ttl = (seconds: bigint) => ({ ttl: { seconds, nanos: 0 } });
+
+/** Rule id -> refusal ("invalid-argument"), from the rules table in docs/protocols.md. */
+const documentedCodes = new Map(
+  [
+    ...readFileSync(new URL("../../docs/protocols.md", import.meta.url), "utf8").matchAll(
+      /^\| `([a-z-]+)` +\|.*\| ([A-Za-z]+) *\|$/gm,
+    ),
+  ].map(([, rule, code]) => [
+    rule,
+    (code ?? "").replace(/[A-Z]/g, (l, i) => `${i ? "-" : ""}${l.toLowerCase()}`),
+  ]),
+);
 
 type Expected = { rule: string; field: string } | undefined;
 const by = (rule: string, field = ""): Expected => ({ rule, field });
@@ -916,6 +929,23 @@ describe("the rules table, called directly", () => {
         by("no-broadcast", "to"),
         by("no-broadcast", "to"),
       ]);
+    },
+  );
+
+  // Each refusal says what is wrong in a sentence of its own, and carries the code
+  // docs/protocols.md's rules table gives its rule.
+  it.each(rows.filter(([, , e]) => e !== undefined))(
+    "%s: the refusal has a sentence and its rule's documented code",
+    (_, c) => {
+      let err: RuleViolationError | undefined;
+      try {
+        checkRules(c);
+      } catch (e) {
+        if (e instanceof RuleViolationError) err = e;
+      }
+      expect(err?.sentence.trim()).not.toBe("");
+      expect(err?.message).toBe(`${err?.rule}: ${err?.sentence}`);
+      expect(err?.refusal).toBe(documentedCodes.get(err?.rule ?? ""));
     },
   );
 
