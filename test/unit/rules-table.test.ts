@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import { createContextValues } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import {
   type AttemptOutcome,
@@ -34,7 +35,7 @@ import {
   UpdateTaskRequestSchema,
   WatchTeamRequestSchema,
 } from "../../gen/team/v1/team_service_pb.js";
-import type { Caller } from "../../server/caller.js";
+import { type Caller, callerKey } from "../../server/caller.js";
 import {
   MAX_MESSAGE_ID_CHARS,
   MAX_NOTE_BYTES,
@@ -49,6 +50,7 @@ import {
   type Rule,
   type RuleCall,
   rules,
+  rulesInterceptor,
 } from "../../server/interceptors/rules/table.js";
 
 // The stateless rules table called directly: no server, no database, milliseconds. Each row
@@ -680,6 +682,27 @@ const rows: [string, RuleCall, Expected][] = [
     by("owner-or-lead-updates"),
   ],
   [
+    "a teammate makes its task block another",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", addBlocks: ["t2"] }),
+    by("owner-or-lead-updates"),
+  ],
+  [
+    "a teammate removes what its task waits on",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", removeBlockedBy: ["t0"] }),
+    by("owner-or-lead-updates"),
+  ],
+  // A status filter is not a status change: signoff-completes is about UpdateTask only.
+  [
+    "listing the completed tasks",
+    call(M.listTasks, ListTasksRequestSchema, { status: TaskProgress.COMPLETED }),
+    undefined,
+  ],
+  [
+    "listing the tasks in review",
+    call(M.listTasks, ListTasksRequestSchema, { status: TaskProgress.IN_REVIEW }),
+    undefined,
+  ],
+  [
     "a teammate removes what its task blocks",
     call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", removeBlocks: ["t2"] }),
     by("owner-or-lead-updates"),
@@ -948,6 +971,86 @@ describe("the rules table, called directly", () => {
       expect(err?.refusal).toBe(documentedCodes.get(err?.rule ?? ""));
     },
   );
+
+  // CreateTeam comes with no caller; every rule reads the caller so that a call without one
+  // is refused or passes, never crashes the table.
+  it.each(rows)("%s, with no caller: refused or passed, never a crash", (_, c) => {
+    expect(() => refusal({ ...c, caller: undefined })).not.toThrow();
+  });
+
+  /** The sentence a call is refused with. */
+  const sentence = (c: RuleCall) => {
+    try {
+      checkRules(c);
+    } catch (e) {
+      if (e instanceof RuleViolationError) return e.sentence;
+    }
+    return undefined;
+  };
+
+  it("tells an observer it has no inbox on Subscribe, ReadInbox and Ack, and that it is read-only on a write", () => {
+    const inboxCalls = [
+      call(M.subscribe, SubscribeRequestSchema, {}, eye),
+      call(M.readInbox, ReadInboxRequestSchema, {}, eye),
+      call(M.ack, AckRequestSchema, { seq: 1n }, eye),
+    ];
+    for (const c of inboxCalls) {
+      expect(sentence(c)).toBe(
+        `an observer has no inbox (${c.method.name}): WatchTeam shows everything the team stores`,
+      );
+    }
+    expect(sentence(send("ann", text("hi"), eye))).toBe(
+      "an observer is read-only: Send is refused (it may ListMembers, ListRequests, " +
+        "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask and ListTasks)",
+    );
+  });
+
+  it("says which lead-only task answer a teammate sent: an assignment, or a claim's answer", () => {
+    expect(sentence(send("bob", assign()))).toMatch(/^only the team lead may assign tasks; /);
+    expect(sentence(send("bob", claimAnswer(true)))).toBe(
+      "only the team lead may approve or reject task claims",
+    );
+  });
+
+  it("says how a task becomes completed, or in review, when UpdateTask tries either", () => {
+    const update = (status: TaskProgress) =>
+      call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", status });
+    expect(sentence(update(TaskProgress.COMPLETED))).toMatch(
+      /^a task is completed only by the lead's approval of its owner's result/,
+    );
+    expect(sentence(update(TaskProgress.IN_REVIEW))).toMatch(
+      /^a task is in_review while its owner's result_signoff_request waits/,
+    );
+  });
+
+  it("the interceptor checks each unary call's request and caller before the handler; streams check themselves", async () => {
+    const reached: string[] = [];
+    const next = (async (req: { method: { name: string } }) => {
+      reached.push(req.method.name);
+      return {};
+    }) as never;
+    const request = (c: RuleCall, stream: boolean) =>
+      ({
+        stream,
+        method: c.method,
+        message: c.request,
+        contextValues: createContextValues().set(callerKey, c.caller),
+      }) as never;
+    const intercept = rulesInterceptor()(next);
+    const broadcast = send("*", shutdown(), lead);
+    await expect(intercept(request(broadcast, false))).rejects.toMatchObject({
+      rule: "no-broadcast",
+      field: "to",
+    });
+    expect(reached).toEqual([]);
+    await intercept(request(send("ann", shutdown(), lead), false));
+    // The caller comes from the context: the same shutdown by a teammate is refused.
+    await expect(intercept(request(send("ann", shutdown(), mate), false))).rejects.toMatchObject({
+      rule: "lead-only-shutdown",
+    });
+    await intercept(request(broadcast, true));
+    expect(reached).toEqual(["Send", "Send"]);
+  });
 
   it("checks shape before who may send what: an oversized plan to a teammate is a shape error", () => {
     expect(refusal(send("bob", plan("p".repeat(MAX_PLAN_BYTES + 1))))?.rule).toBe("size-shape");
