@@ -30,7 +30,7 @@ describeEachDatabase(
         })().then(() => undefined, ConnectError.from);
         expect(third?.code).toBe(Code.ResourceExhausted);
         expect(third?.rawMessage).toMatch(
-          /^subscriptions-per-member: member "alice" already has 2 open subscriptions/,
+          /^subscriptions-per-member: member "alice" already has 2 open subscriptions \(MAX_SUBSCRIPTIONS_PER_MEMBER\); close one, or resume on the one you have$/,
         );
         expect(third?.findDetails(RuleViolationSchema)[0]?.rule).toBe("subscriptions-per-member");
 
@@ -79,7 +79,7 @@ describeEachDatabase(
       if (!(third instanceof ConnectError)) return;
       expect(third.code).toBe(Code.ResourceExhausted);
       expect(third.rawMessage).toMatch(
-        /^watches-per-member: member "team-lead" already has 2 open WatchTeam streams/,
+        /^watches-per-member: member "team-lead" already has 2 open WatchTeam streams \(MAX_SUBSCRIPTIONS_PER_MEMBER\); close one, or resume on the one you have$/,
       );
       expect(third.findDetails(RuleViolationSchema)[0]?.rule).toBe("watches-per-member");
 
