@@ -974,9 +974,17 @@ describe("the rules table, called directly", () => {
 
   // CreateTeam comes with no caller; every rule reads the caller so that a call without one
   // is refused or passes, never crashes the table.
-  it.each(rows)("%s, with no caller: refused or passed, never a crash", (_, c) => {
-    expect(() => refusal({ ...c, caller: undefined })).not.toThrow();
-  });
+  // Each rule alone too: in the table an earlier rule may refuse such a call before a later
+  // one reads the caller, but no rule may rely on that.
+  it.each(rows)(
+    "%s, with no caller: refused or passed by the table and by each rule alone, never a crash",
+    (_, c) => {
+      expect(() => refusal({ ...c, caller: undefined })).not.toThrow();
+      for (const rule of rules) {
+        expect(() => rule.check({ ...c, caller: undefined }), rule.id).not.toThrow();
+      }
+    },
+  );
 
   /** The sentence a call is refused with. */
   const sentence = (c: RuleCall) => {
