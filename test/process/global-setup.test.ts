@@ -19,6 +19,7 @@ function runSetup(env: Record<string, string>): Promise<SetupRun> {
   const base = { ...process.env };
   delete base.CI;
   delete base.TEST_DATABASE_URL;
+  delete base.ALLOW_EMBEDDED_ONLY;
   const child = spawn(
     process.execPath,
     ["--import", "tsx", "test/support/global-setup-runner.ts"],
@@ -36,7 +37,7 @@ function runSetup(env: Record<string, string>): Promise<SetupRun> {
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     stderr += chunk;
   });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 25_000);
+  const timer = setTimeout(() => child.kill("SIGKILL"), 55_000);
   return new Promise((resolve, reject) => {
     child.once("error", reject);
     child.once("close", (code) => {
@@ -58,10 +59,25 @@ describe("the global setup (is PostgreSQL there?)", () => {
     expect(config.test?.globalSetup).toEqual(["test/support/global-setup.ts"]);
   });
 
-  it("PostgreSQL unreachable, CI unset: says plainly that the PostgreSQL suite is skipped, and lets the run go on", async () => {
+  it("PostgreSQL unreachable, CI unset: lets the run go on, then ends it with a line saying the race proofs did not run, and fails it", async () => {
     const url = await unreachableUrl();
     const run = await runSetup({ TEST_DATABASE_URL: url });
+    expect(run.provided).toMatchObject({ pgAdminUrl: "" }); // the run went on...
+    const last = run.stdout.trim().split("\n").at(-1);
+    expect(last).toBe(
+      `*** The race proofs did NOT run: PostgreSQL was not reachable at ${url}; ` +
+        "the embedded database's passes of them are functional checks only.",
+    );
+    expect(run.code).not.toBe(0); // ...and fails at its end
+    expect(run.code).not.toBeNull();
+    expect(run.stderr).toContain("or set ALLOW_EMBEDDED_ONLY=1");
+  }, 60_000);
+
+  it("PostgreSQL unreachable, CI unset, ALLOW_EMBEDDED_ONLY=1: says plainly that the PostgreSQL suite is skipped, and passes", async () => {
+    const url = await unreachableUrl();
+    const run = await runSetup({ TEST_DATABASE_URL: url, ALLOW_EMBEDDED_ONLY: "1" });
     expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split("\n").at(-1)).toMatch(/^\*\*\* The race proofs did NOT run/);
     expect(run.stdout).toContain(
       `SKIPPING the PostgreSQL suite: PostgreSQL is not reachable at ${url}`,
     );
@@ -70,7 +86,7 @@ describe("the global setup (is PostgreSQL there?)", () => {
     // "" is what skips the PostgreSQL suites (databaseKinds, it.skipIf).
     expect(run.provided).toMatchObject({ pgAdminUrl: "", pgTemplateDatabase: "" });
     expect(run.provided?.embeddedTemplatePath).toMatch(/embedded\.tar$/);
-  }, 30_000);
+  }, 60_000);
 
   it("PostgreSQL unreachable, CI=true: fails the run instead of skipping", async () => {
     const url = await unreachableUrl();
@@ -81,7 +97,7 @@ describe("the global setup (is PostgreSQL there?)", () => {
     expect(run.stderr).toContain("the PostgreSQL suite is mandatory under CI=true");
     expect(run.stdout).not.toMatch(/skipping/i);
     expect(run.provided).toBeUndefined();
-  }, 30_000);
+  }, 60_000);
 
   it.skipIf(inject("pgAdminUrl") === "")(
     "PostgreSQL reachable, CI=true: provides its URL and skips nothing",
@@ -93,6 +109,6 @@ describe("the global setup (is PostgreSQL there?)", () => {
       expect(run.provided).toMatchObject({ pgAdminUrl: url });
       expect(run.provided?.pgTemplateDatabase).toMatch(/^tp_template_[0-9a-f]{12}$/);
     },
-    30_000,
+    60_000,
   );
 });

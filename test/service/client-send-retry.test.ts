@@ -2,7 +2,8 @@ import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createTeamClient, type TeamClient } from "../../client/index.js";
-import { type TestEnv, uniqueName } from "../support/harness.js";
+import type { SendRequest } from "../../gen/team/v1/team_service_pb.js";
+import { describeEachDatabase, type TestEnv, uniqueName } from "../support/harness.js";
 import { type ProxiedPostgresEnv, startBehindProxy } from "../support/proxied-postgres.js";
 import type { TcpProxy } from "../support/tcp-proxy.js";
 
@@ -30,8 +31,12 @@ describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres
   /** A client whose send attempts are counted by the code each ended with. */
   async function countingTeam() {
     const outcomes: string[] = [];
+    /** The message_id each Send attempt carried, in order. */
+    const ids: string[] = [];
     let onOutcome = () => {};
     const counter: Interceptor = (next) => async (req) => {
+      if (req.method.name === "Send" && !req.stream)
+        ids.push((req.message as SendRequest).messageId);
       try {
         const res = await next(req);
         if (req.method.name === "Send") outcomes.push("ok");
@@ -72,7 +77,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres
         onOutcome = check;
         check();
       });
-    return { lead, alice, outcomes, attempts };
+    return { lead, alice, outcomes, ids, attempts };
   }
 
   it('every send carries a message_id of its own unless the caller passes one, or "" for none', async () => {
@@ -89,7 +94,7 @@ describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres
   });
 
   it("a send that meets Unavailable is sent again with the same message_id, and stored once", async () => {
-    const { lead, alice, outcomes, attempts } = await countingTeam();
+    const { lead, alice, outcomes, ids, attempts } = await countingTeam();
     await proxy.cut();
     let restored = false;
     try {
@@ -106,6 +111,9 @@ describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres
     }
     const inbox = (await alice.readInbox({ afterSeq: 0 })).envelopes;
     expect(inbox.map((e) => e.message?.kind.value)).toEqual(["through the outage"]);
+    // Every attempt carried the one key the stored message has.
+    expect(ids.length).toBe(outcomes.length);
+    expect(new Set(ids)).toEqual(new Set([inbox[0]?.messageId]));
   });
 
   it("a send without message_id, and a refusal, are tried once", async () => {
@@ -127,5 +135,46 @@ describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres
     }
     expect(refused?.code).toBe(Code.NotFound);
     expect(outcomes).toEqual(["NotFound"]);
+  });
+});
+
+/**
+ * The other half of an outage: the server stored the send, but its answer was lost on the way
+ * back (the connection dropped). Only a retry with the same key is answered from what was
+ * stored; a new key per attempt would store the message twice. The lost answer is made by a
+ * client interceptor that lets the first Send through to the real server and then throws.
+ */
+describeEachDatabase("the client retries a send whose answer was lost", (env) => {
+  it("the retry carries the first attempt's message_id, is answered replayed, and the message is stored once", async () => {
+    const t = await env().team("alice");
+    const ids: string[] = [];
+    const loseFirstAnswer: Interceptor = (next) => async (req) => {
+      if (req.method.name !== "Send" || req.stream) return next(req);
+      ids.push((req.message as SendRequest).messageId);
+      const res = await next(req);
+      if (ids.length === 1) throw new ConnectError("the answer was lost", Code.Unavailable);
+      return res;
+    };
+    const lead = createTeamClient({
+      baseUrl: env().server.url,
+      sendBackoff: { initialMs: 10, maxMs: 10 },
+      transport: createConnectTransport({
+        baseUrl: env().server.url,
+        httpVersion: "2",
+        interceptors: [
+          loseFirstAnswer,
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${t.leadToken}`);
+            return next(req);
+          },
+        ],
+      }),
+    });
+    const sent = await lead.sendText("alice", "once");
+    expect(ids).toHaveLength(2);
+    expect(ids[1]).toBe(ids[0]);
+    expect(sent.replayed).toBe(true);
+    const inbox = (await t.member("alice").client.readInbox({ afterSeq: 0n })).envelopes;
+    expect(inbox.map((e) => [e.message?.kind.value, e.messageId])).toEqual([["once", ids[0]]]);
   });
 });

@@ -1,9 +1,11 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
+import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { callerKey } from "../../server/caller.js";
 import { parseConfig } from "../../server/config.js";
 import { RetryInfoSchema } from "../../server/interceptors/retry-info.js";
-import { createSendRateLimiter } from "../../server/interceptors/send-rate.js";
+import { createSendRateLimiter, sendRateInterceptor } from "../../server/interceptors/send-rate.js";
 import { describeEachDatabase } from "../support/harness.js";
 import { inbox, planRequest, text } from "../support/protocol-helpers.js";
 
@@ -25,14 +27,65 @@ describe("send-rate limiter (a token bucket per member)", () => {
     expect(limiter.take(1)).toBeCloseTo(100);
   });
 
-  it("forgets idle members once many are tracked (memory follows who is sending)", () => {
+  it("a member idle far longer than the burst takes to refill may send only `burst` at once", () => {
     let now = 0;
-    const limiter = createSendRateLimiter({ perSecond: 1000, burst: 1, now: () => now });
+    const limiter = createSendRateLimiter({ perSecond: 10, burst: 3, now: () => now });
+    limiter.take(1); // the member is known and its bucket partly drained
+    now = 60_000; // a minute idle: 600 tokens' worth of refill, capped at the burst of 3
+    const allowed = [1, 2, 3, 4].map(() => limiter.take(1));
+    expect(allowed).toEqual([undefined, undefined, undefined, expect.closeTo(100)]);
+  });
+
+  it("forgets idle members once many are tracked, and only them (memory follows who is sending)", () => {
+    let now = 0;
+    const limiter = createSendRateLimiter({ perSecond: 1, burst: 1, now: () => now });
     for (let id = 0; id < 10_000; id++) limiter.take(id);
     expect(limiter.size).toBe(10_000);
-    now = 10; // every bucket has refilled
+    now = 1_500;
+    limiter.take(5); // member 5 sends again: half refilled by 2 s
+    now = 2_000; // every other bucket has refilled
     limiter.take(10_001);
-    expect(limiter.size).toBe(1);
+    expect(limiter.size).toBe(2);
+    expect(limiter.take(5)).toBeCloseTo(500); // member 5's drained bucket was kept
+  });
+
+  /** Sends through the interceptor as `ann`: each one's refusal message, or "sent". */
+  async function sendsThrough(options: { perSecond: number; burst: number }, n: number) {
+    const intercept = sendRateInterceptor({ ...options, now: () => 0 })(
+      (async () => ({})) as never,
+    );
+    const req = {
+      method: TeamService.method.send,
+      contextValues: createContextValues().set(callerKey, {
+        id: 2,
+        teamId: 1,
+        teamName: "t",
+        name: "ann",
+        role: "teammate",
+        lead: { id: 1, name: "lead", permissionMode: "default" },
+      }),
+    } as never;
+    const outcomes: string[] = [];
+    for (let i = 0; i < n; i++) {
+      outcomes.push(
+        await intercept(req).then(
+          () => "sent",
+          (e: Error) => e.message,
+        ),
+      );
+    }
+    return outcomes;
+  }
+
+  it("a rate of 0 turns the limit off in the interceptor: sends past the burst all go through", async () => {
+    expect(await sendsThrough({ perSecond: 0, burst: 1 }, 3)).toEqual(["sent", "sent", "sent"]);
+  });
+
+  it("refuses in the interceptor with the rate and burst in the sentence, one message in the singular", async () => {
+    expect(await sendsThrough({ perSecond: 1, burst: 1 }, 2)).toEqual([
+      "sent",
+      'send-rate: member "ann" may send 1 message a second (bursts of 1); retry in 1000 ms',
+    ]);
   });
 
   it("defaults to 100 sends a second with bursts of 200; 0 turns it off", () => {

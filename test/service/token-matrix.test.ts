@@ -3,6 +3,7 @@ import { create, type DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
+import { RuleViolationSchema } from "../../gen/team/v1/rule_violation_pb.js";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import {
   describeEachDatabase,
@@ -332,59 +333,84 @@ describeEachDatabase(
       await expectAUnchanged("B's lead's calls");
     });
 
-    it("a teammate is refused the lead-only and party-only calls with PermissionDenied", async () => {
-      const cases: { what: string; method: DescMethod; request: object }[] = [
-        { what: "AddMember", method: M.addMember, request: { name: "eve" } },
-        { what: "RemoveMember", method: M.removeMember, request: { name: "bob" } },
+    it("a teammate is refused the lead-only and party-only calls with PermissionDenied, each by its own rule or check", async () => {
+      // `by`: the rule a RuleViolation detail names, or, for the handlers' own checks (no rule
+      // id, no detail), the sentence that says which check refused.
+      const cases: { what: string; method: DescMethod; request: object; by: string | RegExp }[] = [
         {
-          what: "Send shutdown_request (lead-only-shutdown)",
-          method: M.send,
-          request: { to: "bob", message: shutdownRequest("go") },
+          what: "AddMember",
+          method: M.addMember,
+          request: { name: "eve" },
+          by: /^only the team lead may add members$/,
         },
         {
-          what: "Send plan_approval_response (lead-only-approval)",
+          what: "RemoveMember",
+          method: M.removeMember,
+          request: { name: "bob" },
+          by: /^only the team lead may remove members$/,
+        },
+        {
+          what: "Send shutdown_request",
+          method: M.send,
+          request: { to: "bob", message: shutdownRequest("go") },
+          by: "lead-only-shutdown",
+        },
+        {
+          what: "Send plan_approval_response",
           method: M.send,
           request: { to: "bob", message: planResponse(w.bobPlan, true) },
+          by: "lead-only-approval",
         },
         {
           what: "GetRequest of a request between the lead and bob",
           method: M.getRequest,
           request: { requestId: w.bobShutdown },
+          by: /only they, the lead and observers may see it$/,
         },
         {
           what: "AwaitRequest of a request between the lead and bob",
           method: M.awaitRequest,
           request: { requestId: w.bobShutdown, timeout: { seconds: 1n } },
+          by: /only they, the lead and observers may see it$/,
         },
         {
-          what: "CancelRequest of someone else's request (requester-only)",
+          what: "CancelRequest of someone else's request",
           method: M.cancelRequest,
           request: { requestId: w.bobPlan },
+          by: "requester-only",
         },
         {
           what: "ListAttempts of bob's protocol attempts",
           method: M.listAttempts,
           request: { member: "bob" },
+          by: /^only the lead and observers see other members' attempts/,
         },
-        { what: "WatchTeam (watch-lead-or-observer)", method: M.watchTeam, request: {} },
+        { what: "WatchTeam", method: M.watchTeam, request: {}, by: "watch-lead-or-observer" },
         {
-          what: "UpdateTask of bob's task (owner-or-lead-updates)",
+          what: "UpdateTask of bob's task",
           method: M.updateTask,
           request: { taskId: "a-task", subject: "mine now" },
+          by: "owner-or-lead-updates",
         },
         {
-          what: "DeleteTask (owner-or-lead-updates)",
+          what: "DeleteTask",
           method: M.deleteTask,
           request: { taskId: "a-task" },
+          by: "owner-or-lead-updates",
         },
       ];
       for (const protocol of PROTOCOLS) {
         const alice = env().client(w.a.member("alice").token, protocol);
         for (const c of cases) {
           const o = await call(alice, c.method, c.request);
-          expect(codeOf(o), `${c.what} by teammate alice over ${protocol}`).toBe(
-            "PermissionDenied",
-          );
+          const what = `${c.what} by teammate alice over ${protocol}`;
+          expect(codeOf(o), what).toBe("PermissionDenied");
+          const rule = o.ok ? undefined : o.err.findDetails(RuleViolationSchema)[0]?.rule;
+          if (typeof c.by === "string") expect(rule, what).toBe(c.by);
+          else {
+            expect(rule, `${what}: a handler's check, no rule detail`).toBeUndefined();
+            expect(o.ok ? "" : o.err.rawMessage, what).toMatch(c.by);
+          }
         }
         // What a teammate may list is its own: alice sees her plan, not bob's requests.
         const listed = await call(alice, M.listRequests, {});

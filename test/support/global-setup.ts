@@ -18,7 +18,10 @@ declare module "vitest" {
 
 /**
  * Decides once per run whether the PostgreSQL suite runs. Without a server the embedded
- * suite still runs and the skip is said plainly; under CI=true a missing server fails.
+ * suite still runs and the skip is said plainly, at the start and as the run's last line;
+ * under CI=true a missing server fails. The race proofs (one winner, one owner, the backlog
+ * cap, WatchTeam's order) are proofs on PostgreSQL only, so a run without it fails at the
+ * end too unless ALLOW_EMBEDDED_ONLY=1 says that is what was meant.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const url = process.env.TEST_DATABASE_URL || DEFAULT_TEST_PG_URL;
@@ -40,8 +43,24 @@ export default async function setup(project: TestProject): Promise<() => Promise
   } finally {
     await client.end().catch(() => {});
   }
+  const skipped = project.getProvidedContext().pgAdminUrl === "";
   const templates = await createDatabaseTemplates(project.getProvidedContext().pgAdminUrl);
   project.provide("embeddedTemplatePath", templates.embeddedTemplatePath);
   project.provide("pgTemplateDatabase", templates.pgTemplateDatabase);
-  return () => templates.dispose();
+  return async () => {
+    await templates.dispose();
+    if (!skipped) return;
+    const line =
+      `*** The race proofs did NOT run: PostgreSQL was not reachable at ${url}; ` +
+      "the embedded database's passes of them are functional checks only.";
+    process.stdout.write(`\n${line}\n`);
+    if (process.env.ALLOW_EMBEDDED_ONLY !== "1") {
+      // vitest logs an error thrown here and still exits 0: the exit code is set instead.
+      process.stderr.write(
+        "*** Failing the run: start PostgreSQL (or set TEST_DATABASE_URL), or set " +
+          "ALLOW_EMBEDDED_ONLY=1 to accept a run without them.\n",
+      );
+      process.exitCode = 1;
+    }
+  };
 }

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { create, type DescMessage, type MessageInitShape } from "@bufbuild/protobuf";
+import { createContextValues } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import {
   type AttemptOutcome,
@@ -33,7 +35,7 @@ import {
   UpdateTaskRequestSchema,
   WatchTeamRequestSchema,
 } from "../../gen/team/v1/team_service_pb.js";
-import type { Caller } from "../../server/caller.js";
+import { type Caller, callerKey } from "../../server/caller.js";
 import {
   MAX_MESSAGE_ID_CHARS,
   MAX_NOTE_BYTES,
@@ -48,6 +50,7 @@ import {
   type Rule,
   type RuleCall,
   rules,
+  rulesInterceptor,
 } from "../../server/interceptors/rules/table.js";
 
 // The stateless rules table called directly: no server, no database, milliseconds. Each row
@@ -137,6 +140,18 @@ const permissionAnswer = (allow: boolean, reason = "", requestId = REQ): Kind =>
   value: { requestId, allow, reason },
 });
 const ttl = (seconds: bigint) => ({ ttl: { seconds, nanos: 0 } });
+
+/** Rule id -> refusal ("invalid-argument"), from the rules table in docs/protocols.md. */
+const documentedCodes = new Map(
+  [
+    ...readFileSync(new URL("../../docs/protocols.md", import.meta.url), "utf8").matchAll(
+      /^\| `([a-z-]+)` +\|.*\| ([A-Za-z]+) *\|$/gm,
+    ),
+  ].map(([, rule, code]) => [
+    rule,
+    (code ?? "").replace(/[A-Z]/g, (l, i) => `${i ? "-" : ""}${l.toLowerCase()}`),
+  ]),
+);
 
 type Expected = { rule: string; field: string } | undefined;
 const by = (rule: string, field = ""): Expected => ({ rule, field });
@@ -676,6 +691,27 @@ const rows: [string, RuleCall, Expected][] = [
     by("owner-or-lead-updates"),
   ],
   [
+    "a teammate makes its task block another",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", addBlocks: ["t2"] }),
+    by("owner-or-lead-updates"),
+  ],
+  [
+    "a teammate removes what its task waits on",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", removeBlockedBy: ["t0"] }),
+    by("owner-or-lead-updates"),
+  ],
+  // A status filter is not a status change: signoff-completes is about UpdateTask only.
+  [
+    "listing the completed tasks",
+    call(M.listTasks, ListTasksRequestSchema, { status: TaskProgress.COMPLETED }),
+    undefined,
+  ],
+  [
+    "listing the tasks in review",
+    call(M.listTasks, ListTasksRequestSchema, { status: TaskProgress.IN_REVIEW }),
+    undefined,
+  ],
+  [
     "a teammate removes what its task blocks",
     call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", removeBlocks: ["t2"] }),
     by("owner-or-lead-updates"),
@@ -998,6 +1034,148 @@ describe("the rules table, called directly", () => {
       expect(refusal(c, without)?.rule).not.toBe(expected?.rule);
     },
   );
+
+  // Every structured kind, with a body valid for shape: a new kind of Message fails the
+  // completeness check below until it is listed here, so no-broadcast covers it from day one.
+  const structured: Record<string, Kind> = {
+    shutdownRequest: shutdown("done"),
+    shutdownResponse: shutdownAnswer(true),
+    planApprovalRequest: plan(),
+    planApprovalResponse: planAnswer(true),
+    taskNotification: task({}),
+    taskClaimRequest: claim(),
+    taskClaimResponse: claimAnswer(true),
+    taskAssign: assign(),
+    taskHandoffRequest: handoff(),
+    taskHandoffResponse: handoffAnswer(true),
+    resultSignoffRequest: signoff(),
+    resultSignoffResponse: signoffAnswer(true),
+  };
+
+  it("lists every kind of Message but text and the server's request_update as structured", () => {
+    const kinds = MessageSchema.oneofs
+      .find((o) => o.name === "kind")
+      ?.fields.map((f) => f.localName);
+    expect(Object.keys(structured).sort()).toEqual(
+      kinds?.filter((k) => k !== "text" && k !== "requestUpdate").sort(),
+    );
+  });
+
+  it.each(Object.keys(structured))(
+    'refuses a %s to "*" under no-broadcast (field to), from the lead and from a teammate',
+    (kind) => {
+      const body = structured[kind] as Kind;
+      expect([refusal(send("*", body, lead)), refusal(send("*", body, mate))]).toEqual([
+        by("no-broadcast", "to"),
+        by("no-broadcast", "to"),
+      ]);
+    },
+  );
+
+  // Each refusal says what is wrong in a sentence of its own, and carries the code
+  // docs/protocols.md's rules table gives its rule.
+  it.each(rows.filter(([, , e]) => e !== undefined))(
+    "%s: the refusal has a sentence and its rule's documented code",
+    (_, c) => {
+      let err: RuleViolationError | undefined;
+      try {
+        checkRules(c);
+      } catch (e) {
+        if (e instanceof RuleViolationError) err = e;
+      }
+      expect(err?.sentence.trim()).not.toBe("");
+      expect(err?.message).toBe(`${err?.rule}: ${err?.sentence}`);
+      expect(err?.refusal).toBe(documentedCodes.get(err?.rule ?? ""));
+    },
+  );
+
+  // CreateTeam comes with no caller; every rule reads the caller so that a call without one
+  // is refused or passes, never crashes the table.
+  // Each rule alone too: in the table an earlier rule may refuse such a call before a later
+  // one reads the caller, but no rule may rely on that.
+  it.each(rows)(
+    "%s, with no caller: refused or passed by the table and by each rule alone, never a crash",
+    (_, c) => {
+      expect(() => refusal({ ...c, caller: undefined })).not.toThrow();
+      for (const rule of rules) {
+        expect(() => rule.check({ ...c, caller: undefined }), rule.id).not.toThrow();
+      }
+    },
+  );
+
+  /** The sentence a call is refused with. */
+  const sentence = (c: RuleCall) => {
+    try {
+      checkRules(c);
+    } catch (e) {
+      if (e instanceof RuleViolationError) return e.sentence;
+    }
+    return undefined;
+  };
+
+  it("tells an observer it has no inbox on Subscribe, ReadInbox and Ack, and that it is read-only on a write", () => {
+    const inboxCalls = [
+      call(M.subscribe, SubscribeRequestSchema, {}, eye),
+      call(M.readInbox, ReadInboxRequestSchema, {}, eye),
+      call(M.ack, AckRequestSchema, { seq: 1n }, eye),
+    ];
+    for (const c of inboxCalls) {
+      expect(sentence(c)).toBe(
+        `an observer has no inbox (${c.method.name}): WatchTeam shows everything the team stores`,
+      );
+    }
+    expect(sentence(send("ann", text("hi"), eye))).toBe(
+      "an observer is read-only: Send is refused (it may ListMembers, ListRequests, " +
+        "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask and ListTasks)",
+    );
+  });
+
+  it("says which lead-only task answer a teammate sent: an assignment, or a claim's answer", () => {
+    expect(sentence(send("bob", assign()))).toMatch(/^only the team lead may assign tasks; /);
+    expect(sentence(send("bob", claimAnswer(true)))).toBe(
+      "only the team lead may approve or reject task claims",
+    );
+  });
+
+  it("says how a task becomes completed, or in review, when UpdateTask tries either", () => {
+    const update = (status: TaskProgress) =>
+      call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", status });
+    expect(sentence(update(TaskProgress.COMPLETED))).toMatch(
+      /^a task is completed only by the lead's approval of its owner's result/,
+    );
+    expect(sentence(update(TaskProgress.IN_REVIEW))).toMatch(
+      /^a task is in_review while its owner's result_signoff_request waits/,
+    );
+  });
+
+  it("the interceptor checks each unary call's request and caller before the handler; streams check themselves", async () => {
+    const reached: string[] = [];
+    const next = (async (req: { method: { name: string } }) => {
+      reached.push(req.method.name);
+      return {};
+    }) as never;
+    const request = (c: RuleCall, stream: boolean) =>
+      ({
+        stream,
+        method: c.method,
+        message: c.request,
+        contextValues: createContextValues().set(callerKey, c.caller),
+      }) as never;
+    const intercept = rulesInterceptor()(next);
+    const broadcast = send("*", shutdown(), lead);
+    await expect(intercept(request(broadcast, false))).rejects.toMatchObject({
+      rule: "no-broadcast",
+      field: "to",
+    });
+    expect(reached).toEqual([]);
+    await intercept(request(send("ann", shutdown(), lead), false));
+    // The caller comes from the context: the same shutdown by a teammate is refused.
+    await expect(intercept(request(send("ann", shutdown(), mate), false))).rejects.toMatchObject({
+      rule: "lead-only-shutdown",
+    });
+    await intercept(request(broadcast, true));
+    expect(reached).toEqual(["Send", "Send"]);
+  });
 
   it("checks shape before who may send what: an oversized plan to a teammate is a shape error", () => {
     expect(refusal(send("bob", plan("p".repeat(MAX_PLAN_BYTES + 1))))?.rule).toBe("size-shape");

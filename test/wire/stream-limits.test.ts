@@ -9,6 +9,7 @@ import { waitFor } from "../support/child-server.js";
 import { describeEachDatabase, type Protocol } from "../support/harness.js";
 import { text } from "../support/protocol-helpers.js";
 import { openSubscription } from "../support/subscription-reader.js";
+import { watch } from "../support/team-watch.js";
 
 describeEachDatabase(
   "subscriptions per member",
@@ -29,7 +30,7 @@ describeEachDatabase(
         })().then(() => undefined, ConnectError.from);
         expect(third?.code).toBe(Code.ResourceExhausted);
         expect(third?.rawMessage).toMatch(
-          /^subscriptions-per-member: member "alice" already has 2 open subscriptions/,
+          /^subscriptions-per-member: member "alice" already has 2 open subscriptions \(MAX_SUBSCRIPTIONS_PER_MEMBER\); close one, or resume on the one you have$/,
         );
         expect(third?.findDetails(RuleViolationSchema)[0]?.rule).toBe("subscriptions-per-member");
 
@@ -49,6 +50,49 @@ describeEachDatabase(
         open[1]?.close();
       });
     }
+  },
+  { maxSubscriptionsPerMember: 2 },
+);
+
+describeEachDatabase(
+  "WatchTeam streams per member",
+  (env) => {
+    it("the lead's WatchTeam past the cap of 2 is refused with ResourceExhausted, rule watches-per-member; closing one lets the next open", async () => {
+      const t = await env().team("alice");
+      // Both open, proved by each delivering the team's first events.
+      const open = [watch(t.lead), watch(t.lead)];
+      for (const w of open) await w.until("the first event", (x) => x.events().length > 0);
+
+      // The third either ends refused or delivers an event (it was let in): no waiting it out.
+      const w3 = watch(t.lead);
+      const third = await Promise.race([
+        w3.ended,
+        w3
+          .until("an event", (x) => x.events().length > 0)
+          .then(
+            () => "let in",
+            () => "ended",
+          ),
+      ]);
+      w3.stop();
+      expect(third).toBeInstanceOf(ConnectError);
+      if (!(third instanceof ConnectError)) return;
+      expect(third.code).toBe(Code.ResourceExhausted);
+      expect(third.rawMessage).toMatch(
+        /^watches-per-member: member "team-lead" already has 2 open WatchTeam streams \(MAX_SUBSCRIPTIONS_PER_MEMBER\); close one, or resume on the one you have$/,
+      );
+      expect(third.findDetails(RuleViolationSchema)[0]?.rule).toBe("watches-per-member");
+
+      open[0]?.stop();
+      // The stopped stream leaves once its cancel reaches the server.
+      await waitFor("the stopped WatchTeam to leave", 20_000, () =>
+        env().app.teams.size === 1 ? true : undefined,
+      );
+      const again = watch(t.lead);
+      await again.until("the first event", (x) => x.events().length > 0);
+      again.stop();
+      open[1]?.stop();
+    });
   },
   { maxSubscriptionsPerMember: 2 },
 );

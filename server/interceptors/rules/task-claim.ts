@@ -17,6 +17,8 @@ export const claimToLead: Rule = {
         field: "to",
       };
     }
+    // Stryker disable next-line OptionalChaining: equivalent; with no caller `lead` is undefined
+    // and `to` is a string, so the check above has already returned.
     if (call.caller?.role === "lead") {
       return {
         sentence: "the lead does not claim tasks: it assigns them (task_assign)",
