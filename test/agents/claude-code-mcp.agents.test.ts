@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { unreadMessages } from "../../client/inbox-delivery.js";
 import { createTeamClient, type TeamClient } from "../../client/index.js";
 import { plain } from "../../client/mcp/plain.js";
+import { permissionRequestMessage, permissionResponseMessage } from "../../client/messages.js";
 import { MemberStatus, PermissionMode, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import { MessageSchema } from "../../gen/team/v1/message_pb.js";
 import { CLAUDE_CODE_VERSION, claudeProject } from "../support/claude-code.js";
@@ -171,6 +172,16 @@ describeEachDatabase(`Claude Code ${CLAUDE_CODE_VERSION} through the MCP tools`,
     await lead.cancelRequest(stop.requestId);
     const stopHelper = await lead.requestShutdown("helper", { reason: "wrap up" });
     await helper.rejectShutdown(stopHelper.requestId, "docs half built");
+    const asked = await worker.send(
+      "team-lead",
+      permissionRequestMessage({
+        toolName: "Bash",
+        description: "Run the parser's tests",
+        inputPreview: "npm test -- parser",
+        runtimeRequestId: "abcde",
+      }),
+    );
+    await lead.send("worker", permissionResponseMessage(asked.requestId, false, "not on main"));
 
     const members = [
       { name: "worker", token: workerToken, client: worker },
