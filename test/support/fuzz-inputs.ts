@@ -467,6 +467,10 @@ export function requestInit(
         pageSize: pageSize(r),
         pageToken: pageToken(r),
       };
+    case M.rotateToken:
+      return { member: r.pick([w.otherTeamMember, "zz-nobody", "Not A Name", "x".repeat(5000)]) };
+    case M.deleteTeam:
+      return { team: r.pick(["", "zz-nobody", "Not A Name", "x".repeat(5000), "' OR 1=1 --"]) };
     case M.acquireLease:
       return {
         resource: leaseResource(r),
@@ -975,9 +979,18 @@ function truncatedGzip(r: Rng, payload: Buffer): Buffer {
   return gz.subarray(0, 10 + r.int(Math.max(1, gz.length - 12)));
 }
 
+/**
+ * The methods the storm calls: all but RotateToken and DeleteTeam, whose success (a garbled
+ * body reads as "my own token", a lead's call names its own team) would end the storm's own
+ * credentials; their hostile inputs are in call-pipeline.test.ts and team-lifecycle.test.ts.
+ */
+export const STORM_METHODS = TeamService.methods.filter(
+  (m) => m !== M.rotateToken && m !== M.deleteTeam,
+);
+
 export function makeCase(seed: number, index: number, w: FuzzWorld): FuzzCase {
   const r = new Rng(seed, index);
-  const method = r.pick(TeamService.methods);
+  const method = r.pick(STORM_METHODS);
   const streaming = method.methodKind === "server_streaming";
   const credential = r.weighted<Credential>([
     [6, "lead"],

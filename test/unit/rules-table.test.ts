@@ -1050,6 +1050,8 @@ describe("the rules table, called directly", () => {
     taskHandoffResponse: handoffAnswer(true),
     resultSignoffRequest: signoff(),
     resultSignoffResponse: signoffAnswer(true),
+    permissionRequest: permission(),
+    permissionResponse: permissionAnswer(true),
   };
 
   it("lists every kind of Message but text and the server's request_update as structured", () => {
@@ -1126,14 +1128,15 @@ describe("the rules table, called directly", () => {
     }
     expect(sentence(send("ann", text("hi"), eye))).toBe(
       "an observer is read-only: Send is refused (it may ListMembers, ListRequests, " +
-        "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask and ListTasks)",
+        "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask, ListTasks, ListLeases and " +
+        "RotateToken its own token)",
     );
   });
 
   it("says which lead-only task answer a teammate sent: an assignment, or a claim's answer", () => {
     expect(sentence(send("bob", assign()))).toMatch(/^only the team lead may assign tasks; /);
     expect(sentence(send("bob", claimAnswer(true)))).toBe(
-      "only the team lead may approve or reject task claims",
+      "only the team lead (or an approver on its behalf) may approve or reject task claims",
     );
   });
 

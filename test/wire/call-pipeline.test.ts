@@ -222,6 +222,37 @@ const CASES: Record<string, Case[]> = {
     },
     ...common(S.deleteTeam, { team: "zz" }),
   ],
+  // Leases: refusals and a listing only; a lease taken differs per call (its id and times),
+  // and test/service/leases.test.ts has them.
+  [S.acquireLease.name]: [
+    {
+      name: "a resource that names no place (lease-resource)",
+      call: (w) => ({ token: mate(w), message: input(S.acquireLease, { resource: "../x" }) }),
+    },
+    ...common(S.acquireLease, { resource: "src/**" }),
+  ],
+  [S.renewLease.name]: [
+    {
+      name: "unknown",
+      call: (w) => ({ token: mate(w), message: input(S.renewLease, { leaseId: "lease_zz" }) }),
+    },
+    ...common(S.renewLease, { leaseId: "lease_zz" }),
+  ],
+  [S.releaseLease.name]: [
+    {
+      name: "unknown",
+      call: (w) => ({ token: lead(w), message: input(S.releaseLease, { leaseId: "lease_zz" }) }),
+    },
+    ...common(S.releaseLease, { leaseId: "lease_zz" }),
+  ],
+  [S.listLeases.name]: [
+    { name: "lists", call: (w) => ({ token: mate(w), message: input(S.listLeases, {}) }) },
+    {
+      name: "a bad resource filter",
+      call: (w) => ({ token: mate(w), message: input(S.listLeases, { resource: "/abs" }) }),
+    },
+    ...common(S.listLeases),
+  ],
   [S.listMembers.name]: [
     { name: "lists", call: (w) => ({ token: mate(w), message: input(S.listMembers, {}) }) },
     ...common(S.listMembers),
