@@ -139,6 +139,7 @@ describeEachDatabase("observers: read-only members", (env) => {
     const mcp = await connectMcp("http", env().server.url, added.token);
     expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual([
       "list_members",
+      "whoami",
       "get_request",
       "list_requests",
       "await_request",
