@@ -55,7 +55,10 @@ describeEachDatabase("team hook / team hooks (CLI)", (env) => {
     expect(settings.model).toBe("opus");
     const printed = await runTeam(["hooks", "print"]);
     expect(JSON.parse(printed.stdout).hooks).toEqual(settings.hooks);
-    expect(settings.hooks.Stop[0].hooks[0].command).toMatch(/bin\/team\.js" hook stop$/);
+    // Node and the CLI's entry point, both absolute: the hook works from any directory.
+    expect(settings.hooks.Stop[0].hooks[0].command).toMatch(
+      /^"\/\S+\/node" "\/\S+\/(bin\/team|client\/cli\/bin)\.js" hook stop$/,
+    );
     await writeFile(join(dir, ".claude", "settings.json"), "{ not json");
     const refused = await runTeam(["hooks", "install", "--dir", dir]);
     expect(refused.code).toBe(2);
