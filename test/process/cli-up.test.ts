@@ -176,6 +176,10 @@ describe("team up", () => {
         ? true
         : undefined,
     );
+    // Its report may reach the pipe after the members are back: wait for the lines too.
+    await until("team up to say the team was reused", async () =>
+      again.stdout().includes(`member "alice": added again`) ? true : undefined,
+    );
     expect(again.stdout()).toContain(`team "${team}": reused`);
     expect(again.stdout()).toContain(`member "alice": added again`);
     await until("team up to report up", async () =>
