@@ -62,10 +62,12 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
       if (req.method === TeamService.method.send) {
         metrics.sendSeconds((performance.now() - started) / 1000);
       }
-      // A unary handler that answers because its call's signal aborted (AwaitRequest returns
-      // the record as it stands when its client goes away or its deadline passes) answered
-      // nobody: counted by why it ended, not as a success.
-      observeCallEnd(metrics, method, req.signal.aborted ? abortedCall(req.signal) : undefined);
+      // A unary handler that answers because its client went away (AwaitRequest returns the
+      // record as it stands) answered nobody: counted as canceled, not as a success. One that
+      // answers at or after its deadline still reaches its client, with grpc-status 0 on both
+      // paths, so it counts as answered: whether the deadline's timer fired before the answer
+      // or just after is a race, and a metric must not depend on it.
+      observeCallEnd(metrics, method, clientLeft(req.signal));
       return res;
     } catch (err) {
       observeCallEnd(metrics, method, err);
@@ -74,9 +76,11 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
   };
 }
 
-/** Why a call's signal aborted, as a Connect error: its own code, else Canceled. */
-function abortedCall(signal: AbortSignal): ConnectError {
+/** A unary call's outcome when its handler answered: Canceled if the client left first. */
+function clientLeft(signal: AbortSignal): ConnectError | undefined {
+  if (!signal.aborted) return undefined;
   const reason: unknown = signal.reason;
+  if (reason instanceof ConnectError && reason.code === Code.DeadlineExceeded) return undefined;
   return reason instanceof ConnectError
     ? reason
     : new ConnectError("the client went away", Code.Canceled);

@@ -84,7 +84,7 @@ describeEachDatabase(`Claude Code ${CLAUDE_CODE_VERSION} with team hooks`, (env)
           message: { type: "plan_approval_request", plan },
         });
       }
-      if (news.includes('"requestId"') && news.includes('"seq"') && !answer) {
+      if (news.includes("It opened request") && !answer) {
         // The plan was sent; some work while the lead reads it (the answer then arrives
         // through the PostToolUse hook of this very call).
         await leadAnswered(submitted);

@@ -2,6 +2,7 @@ import http2 from "node:http2";
 import perfHooks from "node:perf_hooks";
 import { Code } from "@connectrpc/connect";
 import { expect, it, vi } from "vitest";
+import { RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import { describeEachDatabase, startTestEnv } from "../support/harness.js";
 import { metricValue, scrapeMetrics } from "../support/metrics-scrape.js";
 import { parsePrometheusText, type Scrape } from "../support/prometheus-text.js";
@@ -142,6 +143,31 @@ describeEachDatabase(
           code: "ok",
         });
         expect(ok).toBe(0);
+      });
+    }
+
+    for (const [protocol, header] of [
+      ["connect", { "connect-timeout-ms": "1" }],
+      ["grpc", { "grpc-timeout": "1m" }],
+    ] as const) {
+      it(`${protocol}: an AwaitRequest answered at its deadline counts as ok, however the deadline's timer and the answer race`, async () => {
+        // A 1 ms deadline: the handler answers the pending record at once, and the deadline's
+        // timer fires before or after that answer by chance. The client is told OK either way,
+        // so the count must say ok either way (it once said deadline_exceeded when the timer won).
+        const t = await env().team("worker");
+        const asked = await t.lead.send({ to: "worker", message: shutdownRequest() });
+        const lead = env().client(t.leadToken, protocol);
+        const calls = (after: string, code: string) =>
+          count(after, "team_rpc_calls_total", { method: "AwaitRequest", code });
+        const before = await scrape(url());
+        const rounds = 30;
+        for (let i = 0; i < rounds; i++) {
+          const res = await lead.awaitRequest({ requestId: asked.requestId }, { headers: header });
+          expect(res.request?.status).toBe(RequestStatus.PENDING);
+        }
+        const after = await scrape(url());
+        expect(calls(after, "ok") - calls(before, "ok")).toBe(rounds);
+        expect(calls(after, "deadline_exceeded") - calls(before, "deadline_exceeded")).toBe(0);
       });
     }
 
