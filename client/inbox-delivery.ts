@@ -28,13 +28,13 @@ export interface InboxDelivery {
 
 export async function unreadMessages(
   client: TeamClient,
-  options: { limit?: number; afterSeq?: bigint } = {},
+  options: { limit?: number; afterSeq?: bigint; reader?: string } = {},
 ): Promise<InboxDelivery> {
   const { envelopes } = await client.readInbox({
     limit: options.limit ?? 50,
     ...(options.afterSeq !== undefined ? { afterSeq: options.afterSeq } : {}),
   });
-  const reader = createPromptReader();
+  const reader = createPromptReader(options.reader ? { reader: options.reader } : {});
   await learnStatuses(client, reader, envelopes);
   const texts = envelopes.map((e) => reader.render(e));
   const last = envelopes.at(-1);

@@ -44,7 +44,9 @@ export const taskOfRequest = (request: { kind: { value?: unknown } } | undefined
   return typeof taskId === "string" ? taskId : "";
 };
 
-export function createPromptReader(options: Pick<PromptTextOptions, "answers"> = {}): PromptReader {
+export function createPromptReader(
+  options: Pick<PromptTextOptions, "answers" | "reader"> = {},
+): PromptReader {
   const addressedHere = new Set<string>();
   const answeredHere = new Set<string>();
   const statuses = new Map<string, RequestStatus>();

@@ -26,6 +26,12 @@ export interface PromptTextOptions {
    * so the model is told which task, never a placeholder.
    */
   taskId?: string;
+  /**
+   * The reader's member name. An answer stored for someone else than its addressee (the
+   * lead's copy of what an approver answered on its behalf) is then worded as that copy:
+   * whose request it answered, and that nothing is asked of the reader.
+   */
+  reader?: string;
 }
 
 /**
@@ -47,6 +53,8 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
           `This request is no longer pending: it is ${requestStatusName(options.status)}. Do not answer it; an answer now is refused.`,
         ]
       : undefined;
+  const copy = copyOfAnswer(envelope, options, task);
+  if (copy) return copy;
   switch (kind.case) {
     case "text":
       return block("message", envelope, [text(kind.value)]);
@@ -236,6 +244,65 @@ export function toPromptText(envelope: Envelope, options: PromptTextOptions = {}
     }
     default:
       return block("message", envelope, ["(a message of a kind this client does not know)"]);
+  }
+}
+
+/**
+ * The lead's copy of an answer an approver gave on its behalf (stored in the lead's inbox,
+ * addressed to the requester): told from the lead's side, with nothing to act on.
+ */
+function copyOfAnswer(
+  envelope: Envelope,
+  options: PromptTextOptions,
+  task: string,
+): string | undefined {
+  const to = envelope.to;
+  if (!options.reader || !to || to === "*" || to === options.reader) return undefined;
+  const from = envelope.from || "the server";
+  const kind = envelope.message?.kind ?? { case: undefined };
+  const told = `${text(to)} has been told; nothing is asked of you.`;
+  const whose = `${text(to)}'s`;
+  switch (kind.case) {
+    case "planApprovalResponse": {
+      const r = kind.value;
+      return block("plan-approval-response", envelope, [
+        r.approve
+          ? `${from} approved ${whose} plan (request ${r.requestId}) on your behalf: ${text(to)} goes ahead with permission mode "${permissionModeName(r.permissionMode)}".`
+          : `${from} rejected ${whose} plan (request ${r.requestId}) on your behalf. Feedback: ${text(r.feedback)}`,
+        ...(r.feedback && r.approve ? [`Feedback: ${text(r.feedback)}`] : []),
+        told,
+      ]);
+    }
+    case "taskClaimResponse": {
+      const r = kind.value;
+      return block("task-claim-response", envelope, [
+        r.approve
+          ? `${from} approved ${whose} claim${task} (request ${r.requestId}) on your behalf: the task is ${text(to)}'s now.`
+          : `${from} rejected ${whose} claim${task} (request ${r.requestId}) on your behalf: the task stays unowned. Reason: ${text(r.reason)}`,
+        told,
+      ]);
+    }
+    case "resultSignoffResponse": {
+      const r = kind.value;
+      return block("result-signoff-response", envelope, [
+        r.approve
+          ? `${from} signed off ${whose} result${task} (request ${r.requestId}) on your behalf: the task is done.`
+          : `${from} rejected ${whose} result${task} (request ${r.requestId}) on your behalf. Feedback: ${text(r.feedback)}`,
+        ...(r.feedback && r.approve ? [`Feedback: ${text(r.feedback)}`] : []),
+        told,
+      ]);
+    }
+    case "permissionResponse": {
+      const r = kind.value;
+      return block("permission-response", envelope, [
+        r.allow
+          ? `${from} allowed ${whose} permission request ${r.requestId} on your behalf: the tool may be used this once.`
+          : `${from} denied ${whose} permission request ${r.requestId} on your behalf. Reason: ${text(r.reason)}`,
+        told,
+      ]);
+    }
+    default:
+      return undefined;
   }
 }
 

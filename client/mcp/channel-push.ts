@@ -25,6 +25,8 @@ export type PushMode = "notify" | "ack";
 
 export interface ChannelPushOptions {
   client: TeamClient;
+  /** The member's name: an approver's answer copied to the lead reads as a copy. */
+  reader?: string | undefined;
   mode: PushMode;
   /** wait_for_messages' memory: in "ack" mode it skips what was pushed. */
   cursor: InboxCursor;
@@ -48,7 +50,7 @@ export interface ChannelPush {
 export function startChannelPush(o: ChannelPushOptions): ChannelPush {
   const stop = new AbortController();
   const inbox = o.client.inbox({ autoAck: false, signal: stop.signal });
-  const reader = createPromptReader();
+  const reader = createPromptReader(o.reader ? { reader: o.reader } : {});
   const loop = (async () => {
     for await (const envelope of inbox) {
       await learnStatuses(o.client, reader, [envelope]);

@@ -67,10 +67,11 @@ const CHANNEL_INSTRUCTIONS =
   ' Messages from your team also arrive by themselves as <channel source="team" from=… seq=… kind=… request_id=…> events: ' +
   "each holds one message exactly as wait_for_messages would return it. A kind ending in _request " +
   "(shutdown_request, plan_approval_request, task_claim_request, task_handoff_request, " +
-  "result_signoff_request) asks you for an answer: answer it once with send_message exactly as the " +
+  "result_signoff_request, permission_request) asks you for an answer: answer it once with send_message exactly as the " +
   "event spells it, using its request_id. A kind ending in _response is the answer to your own " +
   "request: act on it (a rejected plan: revise and submit again; an approved one: go ahead). " +
-  "request_update tells you a request expired or was canceled: do not answer it. text is a message " +
+  "request_update tells you a request expired or was canceled: do not answer it. permission_relay " +
+  "tells you one of your own permission prompts went to the lead; its verdict reaches your runtime by itself. text is a message " +
   "to read; task_notification is a teammate's report. An event that says a request is no longer " +
   "pending needs no answer. You may see a message twice (after a restart): answer each request_id once.";
 

@@ -15,6 +15,8 @@ interface Tool {
   listed: boolean;
   /** A check of the raw arguments before the schema's: its sentence refuses the call. */
   check: ((args: Record<string, unknown>) => string | undefined) | undefined;
+  /** A stand-in's: gets the arguments unchecked (the tool it stands for checks them). */
+  raw?: true;
   /** `signal` aborts when the call is cancelled or its client goes away. */
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
 }
@@ -49,7 +51,8 @@ export class ToolRegistry {
   /** Answers tools/list and tools/call on `mcp` (before it connects). */
   serve(mcp: McpServer): void {
     const server = mcp.server;
-    server.registerCapabilities({ tools: {} });
+    // listChanged: a bridge that started without its server swaps in the member's tools.
+    server.registerCapabilities({ tools: { listChanged: true } });
     server.setRequestHandler(ListToolsRequestSchema, () => ({
       tools: [...this.tools]
         .filter(([, t]) => t.listed)
@@ -59,25 +62,58 @@ export class ToolRegistry {
           inputSchema: z.toJSONSchema(t.input) as { type: "object" },
         })),
     }));
-    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
-      const tool = this.tools.get(req.params.name);
-      if (!tool) {
-        return inputError(
-          `unknown-tool: there is no tool "${req.params.name}"; list the tools and use one of them`,
-        );
-      }
-      const args = req.params.arguments ?? {};
-      const problem = tool.check?.(args);
-      if (problem) return inputError(problem);
-      const parsed = tool.input.safeParse(args);
-      if (!parsed.success) {
-        const problems = parsed.error.issues.map(
-          (i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`,
-        );
-        return inputError(`invalid-input: ${problems.join("; ")}. Nothing was sent; fix the call.`);
-      }
-      return tool.run(parsed.data, extra.signal);
-    });
+    server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
+      this.call(req.params.name, req.params.arguments ?? {}, extra.signal),
+    );
+  }
+
+  /** One tool call: its input checked (an isError result naming each field), then run. */
+  async call(
+    name: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> {
+    const tool = this.tools.get(name);
+    if (!tool) {
+      return inputError(
+        `unknown-tool: there is no tool "${name}"; list the tools and use one of them`,
+      );
+    }
+    if (tool.raw) return tool.run(args, signal);
+    const problem = tool.check?.(args);
+    if (problem) return inputError(problem);
+    const parsed = tool.input.safeParse(args);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map(
+        (i) => `${i.path.length ? i.path.join(".") : "(arguments)"}: ${i.message}`,
+      );
+      return inputError(`invalid-input: ${problems.join("; ")}. Nothing was sent; fix the call.`);
+    }
+    return tool.run(parsed.data, signal);
+  }
+
+  /**
+   * The same tools (names, descriptions, inputs), each answered by `run` instead: the
+   * stand-ins of a bridge that cannot reach its server yet (offline-bridge.ts).
+   */
+  standIns(
+    run: (
+      name: string,
+      args: Record<string, unknown>,
+      signal: AbortSignal,
+    ) => Promise<CallToolResult>,
+  ): ToolRegistry {
+    const other = new ToolRegistry();
+    for (const [name, tool] of this.tools) {
+      other.tools.set(name, { ...tool, raw: true, run: (args, signal) => run(name, args, signal) });
+    }
+    return other;
+  }
+
+  /** Serves `other`'s tools from now on (the handlers `serve` set read them per call). */
+  replaceWith(other: ToolRegistry): void {
+    this.tools.clear();
+    for (const [name, tool] of other.tools) this.tools.set(name, tool);
   }
 }
 

@@ -26,11 +26,12 @@ export interface InboxCursor {
   reader: PromptReader;
 }
 
-export const newInboxCursor = (): InboxCursor => ({
+/** `reader`: the member's name (an approver's answer copied to the lead reads as a copy). */
+export const newInboxCursor = (reader?: string): InboxCursor => ({
   returnedSeq: undefined,
   pendingAck: Promise.resolve(),
   queue: Promise.resolve(),
-  reader: createPromptReader(),
+  reader: createPromptReader(reader ? { reader } : {}),
 });
 
 export interface WaitOptions {

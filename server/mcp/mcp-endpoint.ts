@@ -59,10 +59,10 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
   // response each): refused at once instead.
   const waits = new Map<number, number>();
   const cursors = new Map<number, InboxCursor>();
-  const cursorOf = (memberId: number) => {
+  const cursorOf = (memberId: number, name: string) => {
     let c = cursors.get(memberId);
     if (!c) {
-      c = newInboxCursor();
+      c = newInboxCursor(name);
       cursors.set(memberId, c);
       if (cursors.size > MAX_CURSORS) cursors.delete(cursors.keys().next().value as number);
     }
@@ -120,7 +120,7 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
     const server = createTeamMcpServer({
       client,
       me: { team: caller.teamName, name: caller.name, role: caller.role, lead: caller.lead.name },
-      cursor: cursorOf(caller.id),
+      cursor: cursorOf(caller.id, caller.name),
       configFor: (newToken) => httpConfig(mcpUrl, newToken),
     });
     const transport = new StreamableHTTPServerTransport({

@@ -46,6 +46,19 @@ describeEachDatabase("MCP: channel push (team mcp)", (env) => {
     expect(instructions).toContain('<channel source="team"');
     expect(instructions).toContain("answer it once with send_message");
     expect(instructions).toContain("request_update");
+    // Every kind an event may carry is named, the permission prompts included.
+    for (const kind of [
+      "shutdown_request",
+      "plan_approval_request",
+      "task_claim_request",
+      "task_handoff_request",
+      "result_signoff_request",
+      "permission_request",
+      "permission_relay",
+      "task_notification",
+    ]) {
+      expect(instructions, kind).toContain(kind);
+    }
   });
 
   it("pushes the backlog at start, then each new message: content as toPromptText, meta as plain strings", async () => {

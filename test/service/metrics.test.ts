@@ -157,7 +157,7 @@ describeEachDatabase(
         const t = await env().team("worker");
         const asked = await t.lead.send({ to: "worker", message: shutdownRequest() });
         const lead = env().client(t.leadToken, protocol);
-        const calls = (after: string, code: string) =>
+        const calls = (after: Scrape, code: string) =>
           count(after, "team_rpc_calls_total", { method: "AwaitRequest", code });
         const before = await scrape(url());
         const rounds = 30;

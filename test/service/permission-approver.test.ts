@@ -1,5 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
+import { createPromptReader } from "../../client/prompt-reader.js";
 import {
   MemberRole,
   PermissionMode,
@@ -209,6 +210,23 @@ describeEachDatabase("permission prompts and the approver", (env) => {
       );
       expect(got.map((e) => [e.from, e.to])).toEqual([["judge", "alice"]]);
     }
+    // Each reads it from its own side: alice is answered; the lead is told what was decided
+    // in its name, and that nothing is asked of it.
+    const rendered = async (client: TeamClient, reader: string) => {
+      const answer = (await about(client, asked.requestId)).find(
+        (e) => kindOf(e.message) === "planApprovalResponse",
+      );
+      return answer ? createPromptReader({ reader }).render(answer) : "";
+    };
+    expect(await rendered(alice, "alice")).toContain(
+      `judge approved your plan (request ${asked.requestId}). Go ahead`,
+    );
+    const leadsCopy = await rendered(t.lead, "team-lead");
+    expect(leadsCopy).toContain(
+      `judge approved alice's plan (request ${asked.requestId}) on your behalf`,
+    );
+    expect(leadsCopy).toContain("alice has been told; nothing is asked of you.");
+    expect(leadsCopy).not.toContain("your plan");
     // The journal names who answered and for whom.
     const journal = await t.lead.listAttempts({ requestId: asked.requestId });
     expect(journal.attempts.map((a) => [a.member, a.action, a.onBehalfOf]).sort()).toEqual([

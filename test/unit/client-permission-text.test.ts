@@ -77,6 +77,46 @@ describe("permission_request / permission_response as text", () => {
     expect(reader.render(asked)).toContain("no longer pending: it is rejected");
   });
 
+  it("an approver's answer: the teammate is answered; the lead's copy says it was on its behalf, for each kind an approver answers", () => {
+    const answers = [
+      [
+        {
+          case: "permissionResponse",
+          value: { requestId: ID, allow: false, reason: "not on main" },
+        },
+        `judge denied alice's permission request ${ID} on your behalf. Reason: not on main`,
+        `judge denied your permission request ${ID}. Reason: not on main`,
+      ],
+      [
+        {
+          case: "planApprovalResponse",
+          value: { requestId: ID, approve: false, feedback: "tests first" },
+        },
+        `judge rejected alice's plan (request ${ID}) on your behalf. Feedback: tests first`,
+        `judge rejected your plan (request ${ID}). Feedback: tests first`,
+      ],
+      [
+        { case: "taskClaimResponse", value: { requestId: ID, approve: true, reason: "" } },
+        `judge approved alice's claim of task "t1" (request ${ID}) on your behalf: the task is alice's now.`,
+        `judge approved your claim of task "t1" (request ${ID}): the task is yours now.`,
+      ],
+      [
+        { case: "resultSignoffResponse", value: { requestId: ID, approve: true, feedback: "" } },
+        `judge signed off alice's result of task "t1" (request ${ID}) on your behalf: the task is done.`,
+        `judge signed off your result of task "t1" (request ${ID}): the task is done.`,
+      ],
+    ] as const;
+    for (const [kind, leadReads, aliceReads] of answers) {
+      const e = envelopeOf({ kind }, { from: "judge", to: "alice", requestId: ID });
+      const lead = toPromptText(e, { reader: "team-lead", taskId: "t1" });
+      expect(lead).toContain(leadReads);
+      expect(lead).toContain("alice has been told; nothing is asked of you.");
+      expect(toPromptText(e, { reader: "alice", taskId: "t1" })).toContain(aliceReads);
+      // A reader not named: worded for the addressee, as before.
+      expect(toPromptText(e, { taskId: "t1" })).toContain(aliceReads);
+    }
+  });
+
   it("describes both for people; answerMessage and send_message build the answer", () => {
     expect(describeMessage(asked.message)).toBe(
       'permission_request Bash: Remove the <build> folder\n    {"command":"rm -rf build"}',

@@ -1,17 +1,19 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { whoAmI } from "@team-protocols/client/identity.js";
+import { type Identity, whoAmI } from "@team-protocols/client/identity.js";
 import {
   type ChannelPush,
   type PushMode,
   startChannelPush,
 } from "@team-protocols/mcp/channel-push.js";
+import { createPendingTeamMcpServer, notConnected } from "@team-protocols/mcp/pending-bridge.js";
 import { relayPermissionsToLead, relaysPermissions } from "@team-protocols/mcp/permission-lead.js";
 import {
   createTeamMcpServer,
   httpConfig,
   stdioConfig,
 } from "@team-protocols/mcp/team-mcp-server.js";
-import { newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
+import { type InboxCursor, newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Command } from "commander";
 import { type ConnectionOptions, clientFor, connectionOptions } from "../context.js";
 import { teamMcpConfig } from "../this-team.js";
@@ -60,45 +62,69 @@ export function mcpCommand(program: Command): void {
       ),
   ).action(async (o: McpOptions) => {
     const client = clientFor(o);
-    // Who the token is, once: the tools listed depend on the role.
-    const me = await whoAmI(client);
-    const cursor = newInboxCursor();
     const push: PushMode | undefined = o.push ? (o.pushAck ? "ack" : "notify") : undefined;
-    const server = createTeamMcpServer({
-      client,
-      me,
-      cursor,
-      configFor: (token) => stdioConfig(o.url, token),
-      push,
-      permissionRelay: o.permissionRelay,
-    });
-    // Claude Code's permission prompts go to the lead; its answer comes back as the verdict.
-    const stopRelay =
-      o.push && o.permissionRelay && relaysPermissions(me)
-        ? relayPermissionsToLead({
-            server: server.server,
-            client,
-            onError: (err) =>
-              process.stderr.write(
-                `team mcp: a permission prompt was not relayed: ${err instanceof Error ? err.message : String(err)}\n`,
-              ),
-          })
-        : undefined;
+    const warn = (what: string) => (err: unknown) =>
+      process.stderr.write(
+        `team mcp: ${what}: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
     let pushing: ChannelPush | undefined;
-    if (push && me.role !== "observer") {
+    const startPush = (server: McpServer, me: Identity, cursor: InboxCursor) => {
+      if (!push || me.role === "observer") return;
+      pushing = startChannelPush({
+        client,
+        reader: me.name,
+        mode: push,
+        cursor,
+        notify: (event) => server.server.notification(event),
+        onError: warn("channel push stopped"),
+      });
+    };
+    // Who the token is, once: the tools listed depend on the role. A server that does not
+    // answer (or refuses the token) still gets a bridge, whose tools say why (pending-bridge.ts).
+    let me: Identity | undefined;
+    let failure: unknown;
+    try {
+      me = await whoAmI(client);
+    } catch (err) {
+      failure = err;
+      process.stderr.write(`team mcp: ${notConnected(err, o.url)}\n`);
+    }
+    let server: McpServer;
+    let stopRelay: (() => void) | undefined;
+    if (me) {
+      const known = me;
+      const cursor = newInboxCursor(known.name);
+      server = createTeamMcpServer({
+        client,
+        me: known,
+        cursor,
+        configFor: (token) => stdioConfig(o.url, token),
+        push,
+        permissionRelay: o.permissionRelay,
+      });
+      // Claude Code's permission prompts go to the lead; its answer comes back as the verdict.
+      stopRelay =
+        o.push && o.permissionRelay && relaysPermissions(known)
+          ? relayPermissionsToLead({
+              server: server.server,
+              client,
+              onError: warn("a permission prompt was not relayed"),
+            })
+          : undefined;
       // Events only once the client has finished its handshake.
-      server.server.oninitialized = () => {
-        pushing = startChannelPush({
-          client,
-          mode: push,
-          cursor,
-          notify: (event) => server.server.notification(event),
-          onError: (err) =>
-            process.stderr.write(
-              `team mcp: channel push stopped: ${err instanceof Error ? err.message : String(err)}\n`,
-            ),
-        });
-      };
+      server.server.oninitialized = () => startPush(server, known, cursor);
+    } else {
+      const pending: McpServer = createPendingTeamMcpServer({
+        client,
+        url: o.url,
+        failure,
+        cursorFor: (who) => newInboxCursor(who.name || undefined),
+        configFor: (token) => stdioConfig(o.url, token),
+        push: push !== undefined,
+        onConnected: (who, cursor) => startPush(pending, who, cursor),
+        log: (line) => process.stderr.write(`${line}\n`),
+      });
+      server = pending;
     }
     const transport = new StdioServerTransport();
     const closed = new Promise<void>((resolve) => {

@@ -1,4 +1,5 @@
 import { describeEnvelope } from "@team-protocols/client/describe.js";
+import { whoAmI } from "@team-protocols/client/identity.js";
 import {
   asksForAnswer,
   createPromptReader,
@@ -88,7 +89,7 @@ export function messagingCommands(program: Command): void {
     });
     // The whole batch is seen before any of it is rendered, so a request settled later in
     // it (or before, by this reader's own answer: looked up) is not offered for an answer.
-    const reader = createPromptReader({ answers: "cli" });
+    const reader = createPromptReader({ answers: "cli", ...(await readerName(client, o)) });
     if (o.prompt && !o.json) {
       for (const e of read.envelopes) reader.observe(e);
       for (const e of read.envelopes) await lookUpRequest(client, reader, e);
@@ -107,6 +108,11 @@ export function messagingCommands(program: Command): void {
   });
 }
 
+/** Who reads, for --prompt (the lead's copy of an approver's answer reads as a copy). */
+async function readerName(client: TeamClient, o: InboxFlags): Promise<{ reader?: string }> {
+  return o.prompt && !o.json ? { reader: (await whoAmI(client)).name } : {};
+}
+
 /** Streams until Ctrl-C (or --count); acks as it goes with --ack. */
 async function follow(o: InboxFlags): Promise<void> {
   const stop = new AbortController();
@@ -114,7 +120,7 @@ async function follow(o: InboxFlags): Promise<void> {
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   const client = clientFor(o);
-  const reader = createPromptReader({ answers: "cli" });
+  const reader = createPromptReader({ answers: "cli", ...(await readerName(client, o)) });
   const inbox = client.inbox({
     ...(o.after !== undefined ? { afterSeq: o.after } : {}),
     // Acked right after printing (below): there is no next turn of the loop after the last.

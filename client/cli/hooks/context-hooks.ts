@@ -23,7 +23,7 @@ export async function newMessagesContext(
   event: ClaudeHookEvent,
 ): Promise<ContextDecision> {
   if (me.role === "observer") return { output: undefined, delivered: async () => {} };
-  const unread = await unreadMessages(client);
+  const unread = await unreadMessages(client, { reader: me.name });
   if (unread.texts.length === 0) return { output: undefined, delivered: async () => {} };
   const text = [messagesHeading(unread.texts.length, me), ...unread.texts].join("\n\n");
   return { output: addContext(event, text), delivered: unread.ack };
@@ -36,7 +36,7 @@ export async function sessionStartContext(
 ): Promise<ContextDecision> {
   const [members, unread] = await Promise.all([
     client.members(),
-    me.role === "observer" ? undefined : unreadMessages(client),
+    me.role === "observer" ? undefined : unreadMessages(client, { reader: me.name }),
   ]);
   const roster = members.map(
     (m) => `- ${m.name} (${memberRoleName(m.role)}, ${memberStatusName(m.status)})`,

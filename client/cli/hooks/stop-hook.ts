@@ -39,7 +39,7 @@ export async function decideStop(o: StopHookOptions): Promise<StopDecision> {
   }
   const [waiting, unread] = await Promise.all([
     pendingFor(o.client, o.me.name),
-    unreadMessages(o.client),
+    unreadMessages(o.client, { reader: o.me.name }),
   ]);
   // An unread request is shown once, as its message; the others from their records.
   const shown = new Set(unread.envelopes.map((e) => e.requestId).filter((id) => id !== ""));
