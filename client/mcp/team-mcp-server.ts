@@ -75,16 +75,7 @@ const CHANNEL_INSTRUCTIONS =
   "to read; task_notification is a teammate's report. An event that says a request is no longer " +
   "pending needs no answer. You may see a message twice (after a restart): answer each request_id once.";
 
-/** What a member pastes into a generic MCP client for the stdio bridge. */
-export function stdioConfig(url: string, token: string): unknown {
-  return {
-    mcpServers: {
-      team: { command: "npx", args: ["team", "mcp"], env: { TEAM_URL: url, TEAM_TOKEN: token } },
-    },
-  };
-}
-
-/** The same for the server's own /mcp endpoint. */
+/** What a member pastes into a generic MCP client for the server's own /mcp endpoint. */
 export function httpConfig(mcpUrl: string, token: string): unknown {
   return {
     mcpServers: {

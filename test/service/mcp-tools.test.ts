@@ -97,9 +97,10 @@ describeEachDatabase("MCP: tools", (env) => {
         expect(added.text).toContain(newToken);
         const entry = config.mcpServers.team;
         if (way === "stdio") {
+          // By absolute paths (node and the CLI this bridge runs), usable from any folder.
           expect(entry).toEqual({
-            command: "npx",
-            args: ["team", "mcp"],
+            command: expect.stringMatching(/^\/.*node[^/]*$/),
+            args: [expect.stringMatching(/^\/.*\/bin\.js$/), "mcp"],
             env: { TEAM_URL: env().server.url, TEAM_TOKEN: newToken },
           });
         } else {

@@ -8,11 +8,7 @@ import {
 } from "@team-protocols/mcp/channel-push.js";
 import { createPendingTeamMcpServer, notConnected } from "@team-protocols/mcp/pending-bridge.js";
 import { relayPermissionsToLead, relaysPermissions } from "@team-protocols/mcp/permission-lead.js";
-import {
-  createTeamMcpServer,
-  httpConfig,
-  stdioConfig,
-} from "@team-protocols/mcp/team-mcp-server.js";
+import { createTeamMcpServer, httpConfig } from "@team-protocols/mcp/team-mcp-server.js";
 import { type InboxCursor, newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Command } from "commander";
 import { type ConnectionOptions, clientFor, connectionOptions } from "../context.js";
@@ -98,7 +94,7 @@ export function mcpCommand(program: Command): void {
         client,
         me: known,
         cursor,
-        configFor: (token) => stdioConfig(o.url, token),
+        configFor: (token) => teamMcpConfig(o.url, token),
         push,
         permissionRelay: o.permissionRelay,
       });
@@ -119,7 +115,7 @@ export function mcpCommand(program: Command): void {
         url: o.url,
         failure,
         cursorFor: (who) => newInboxCursor(who.name || undefined),
-        configFor: (token) => stdioConfig(o.url, token),
+        configFor: (token) => teamMcpConfig(o.url, token),
         push: push !== undefined,
         onConnected: (who, cursor) => startPush(pending, who, cursor),
         log: (line) => process.stderr.write(`${line}\n`),
