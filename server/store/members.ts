@@ -62,6 +62,9 @@ const memberEvent = (change: "added" | "stopped" | "removed" | "permission_mode"
      SELECT team_id, id, '${change}', role, status, permission_mode FROM ${source}
    )`;
 
+/** The advisory lock creates take while MAX_TEAMS is on (next to migrate.ts's MIGRATION_LOCK). */
+const TEAM_CEILING_LOCK = 7_361_201_002;
+
 /** Creates a team and its lead (with an empty inbox). */
 export async function createTeam(
   db: Database,
@@ -73,7 +76,9 @@ export async function createTeam(
   try {
     return await db.transaction(async (tx) => {
       if (maxTeams > 0) {
-        // A ceiling, not an exact count: two creates racing at the last place may both pass.
+        // Creates under a ceiling take turns (a transaction-scoped advisory lock), so two
+        // racing for the last place cannot both count it free. Without one, none wait.
+        await tx.query("SELECT pg_advisory_xact_lock($1)", [TEAM_CEILING_LOCK]);
         const [c] = await tx.query<{ n: string }>("SELECT count(*) AS n FROM teams");
         if (Number(one(c).n) >= maxTeams) {
           throw new LimitError(
@@ -138,6 +143,9 @@ export async function addMember(
     return await db.transaction(async (tx) => {
       if (role === "observer" && maxObservers > 0) {
         // Each observer may hold WatchTeam streams: their number is what a lead could grow.
+        // Adds of observers to one team take turns on its row, so racing adds cannot both
+        // count the last place free.
+        await tx.query("SELECT id FROM teams WHERE id = $1 FOR UPDATE", [teamId]);
         const [c] = await tx.query<{ n: string }>(
           `SELECT count(*) AS n FROM members
             WHERE team_id = $1 AND role = 'observer' AND status = 'active'`,

@@ -79,5 +79,24 @@ for (const { kind, skip } of databaseKinds()) {
         await admin.client("admin-secret").createTeam({ team: uniqueName("admin") });
       }
     });
+
+    it("20 creates racing for the last place under MAX_TEAMS: exactly one team is made", async () => {
+      const existing = (await testDb.db.query<{ n: string }>("SELECT count(*) AS n FROM teams"))[0];
+      const max = Number(existing?.n ?? 0) + 1;
+      const open = await start({ openCreateTeam: { perMinute: 0, burst: 1, maxTeams: max } });
+      const outcomes = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          open
+            .client()
+            .createTeam({ team: uniqueName("race") })
+            .then(() => "created")
+            .catch((err) => (refusal(err) as { rule?: string }).rule),
+        ),
+      );
+      expect(outcomes.filter((o) => o === "created")).toHaveLength(1);
+      expect(outcomes.filter((o) => o === "max-teams")).toHaveLength(19);
+      const after = (await testDb.db.query<{ n: string }>("SELECT count(*) AS n FROM teams"))[0];
+      expect(Number(after?.n)).toBe(max);
+    });
   });
 }

@@ -33,6 +33,22 @@ describeEachDatabase(
       await t.lead.addMember({ name: "eye3", role: MemberRole.OBSERVER });
     });
 
+    it("10 observers added at once under a cap of 2: exactly two are active, the rest refused with observers-per-team", async () => {
+      const t = await env().team();
+      const outcomes = await Promise.all(
+        Array.from({ length: 10 }, (_, i) =>
+          t.lead
+            .addMember({ name: `eye${i}`, role: MemberRole.OBSERVER })
+            .then(() => "added")
+            .catch((err) => ruleOf(ConnectError.from(err))),
+        ),
+      );
+      expect(outcomes.filter((o) => o === "added")).toHaveLength(2);
+      expect(outcomes.filter((o) => o === "observers-per-team")).toHaveLength(8);
+      const { members } = await t.lead.listMembers({});
+      expect(members.filter((m) => m.role === MemberRole.OBSERVER)).toHaveLength(2);
+    });
+
     it("a fifth open feed of one team is refused with watches-per-team, whoever opens it; another team is not held; a closed feed makes room", async () => {
       const t = await env().team();
       const eye = await t.lead.addMember({ name: "eye", role: MemberRole.OBSERVER });
