@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openEmbeddedDatabase } from "../../server/store/embedded-database.js";
 
+// Each test creates clusters from nothing (initdb): on a busy two-core machine that can take
+// longer than the suite's 30 s default, hence 120 s.
 describe("the embedded database in a data folder", () => {
   const folders: string[] = [];
   const newFolder = async () => {
@@ -26,7 +28,7 @@ describe("the embedded database in a data folder", () => {
     const again = await openEmbeddedDatabase({ dataDir });
     expect(await again.query("SELECT v FROM kept")).toEqual([{ v: "still here" }]);
     await again.close();
-  });
+  }, 120_000);
 
   it("runs with 16MB of shared buffers unless told otherwise", async () => {
     const byDefault = await openEmbeddedDatabase({ dataDir: await newFolder() });
@@ -36,5 +38,5 @@ describe("the embedded database in a data folder", () => {
     const bigger = await openEmbeddedDatabase({ sharedBuffers: "32MB" });
     expect(await bigger.query("SHOW shared_buffers")).toEqual([{ shared_buffers: "32MB" }]);
     await bigger.close();
-  });
+  }, 120_000);
 });
