@@ -14,6 +14,7 @@ import { startServer, tempDataDir } from "../support/child-server.js";
 import { transportFor } from "../support/harness.js";
 import { inbox, requestRecord, shutdownResponse } from "../support/protocol-helpers.js";
 import { assign } from "../support/task-helpers.js";
+import { startTcpProxy } from "../support/tcp-proxy.js";
 
 /**
  * The console for the operator, in chromium against the server as a process: the lead writes
@@ -157,7 +158,9 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
   );
 
   // --- A teammate signs in: its own inbox, live, and the tasks; no refusal pill. -------
-  const bobPage = await signedIn(server.url, bobToken, problems);
+  // (Through a TCP proxy, so that its connections can be cut.)
+  const proxy = await startTcpProxy(Number(new URL(server.url).port));
+  const bobPage = await signedIn(proxy.url, bobToken, problems);
   await bobPage.waitForSelector("#inbox-status[data-state=live]");
   expect(await bobPage.$("#feed")).toBeNull();
   await bobPage.waitForSelector("#inbox li.event >> text=all hands at noon");
@@ -168,6 +171,22 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
   await bobPage.waitForSelector("#inbox li.event >> text=task_assign 1");
   await bobPage.waitForSelector(
     '#tasks .column-tasks[data-column=in_progress] .task-card[data-task-id="1"] .owner >> text=owner bob',
+  );
+  // Its connections are cut: the inbox resumes after the last message received, so a message
+  // sent meanwhile shows, once, and none shows twice.
+  await proxy.cut();
+  await bobPage.waitForSelector("#inbox-status:not([data-state=live])");
+  await lead.send({ to: "bob", message: { kind: { case: "text", value: "sent during the cut" } } });
+  await proxy.restore();
+  await bobPage.waitForSelector("#inbox li.event >> text=sent during the cut");
+  await bobPage.waitForSelector("#inbox-status[data-state=live]");
+  const seqs = await bobPage.$$eval("#inbox li.event", (all) =>
+    all.map((li) => li.getAttribute("data-seq")),
+  );
+  expect(new Set(seqs).size).toBe(seqs.length);
+  expect(seqs.length).toBe((await inbox(bob)).length);
+  expect(await bobPage.locator("#inbox li.event", { hasText: "sent during the cut" }).count()).toBe(
+    1,
   );
   // bob writes to the lead from its page; the lead's feed shows it.
   await bobPage.selectOption("#compose select[name=to]", "team-lead");
@@ -232,4 +251,5 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
     MemberStatus.STOPPED,
   );
   expect(problems).toEqual([]);
+  await proxy.close();
 }, 240_000);
