@@ -69,9 +69,12 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
   await page.click("#compose button.send");
   await page.waitForSelector("#compose .sent >> text=Sent to alice");
   await page.waitForSelector("#feed li.event[data-kind=message] >> text=please look at the parser");
-  // An empty message is not sent.
+  // An empty message is not sent; a refused one shows its rule.
   await page.click("#compose button.send");
   await page.waitForSelector("#compose .refusal >> text=Write something first");
+  await page.fill("#compose textarea[name=text]", "x".repeat(70_000));
+  await page.click("#compose button.send");
+  await page.waitForSelector("#compose .refusal >> text=size-shape");
 
   // --- Adding members: a teammate in plan mode, an observer; a taken name is refused. ---
   await page.fill("#add-member input[name=name]", "bob");
@@ -201,6 +204,11 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
   await page.waitForSelector(`${row("alice")} button.stop`);
   expect(await page.$(`${row("eye")} button.ask-stop`)).toBeNull();
   await page.click(`${row("alice")} button.ask-stop`);
+  // A refused request shows its rule in the row and sends nothing.
+  await page.fill(`${row("alice")} input.reason`, "y".repeat(70_000));
+  await page.click(`${row("alice")} button.send-ask`);
+  await page.waitForSelector(`${row("alice")} .refusal >> text=size-shape`);
+  expect((await inbox(alice)).some((e) => e.message?.kind.case === "shutdownRequest")).toBe(false);
   await page.fill(`${row("alice")} input.reason`, "the parser is done");
   await page.click(`${row("alice")} button.send-ask`);
   const asked = await page.getAttribute(`${row("alice")} .asked`, "data-request-id");
