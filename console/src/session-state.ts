@@ -7,6 +7,8 @@ export interface Session {
   /** The member's name (ListMembers' `you`). */
   you: string;
   role: MemberRole;
+  /** The team's name (ListMembers' `team`). */
+  team: string;
 }
 
 /**
@@ -16,13 +18,16 @@ export interface Session {
  */
 export async function signIn(token: string): Promise<Session> {
   const rpc = createTeamRpc(token);
-  const { members, you } = await rpc.listMembers({});
+  const { members, you, team } = await rpc.listMembers({});
   const me = members.find((m) => m.name === you);
-  return { rpc, you, role: me?.role ?? MemberRole.UNSPECIFIED };
+  return { rpc, you, role: me?.role ?? MemberRole.UNSPECIFIED, team };
 }
 
 /** What a member may do from the console; the server enforces it, the page only follows. */
 export const mayWrite = (s: Session) => s.role !== MemberRole.OBSERVER;
 export const isLead = (s: Session) => s.role === MemberRole.LEAD;
+/** WatchTeam is for the lead and observers; a teammate or an approver sees its own inbox. */
+export const mayWatch = (s: Session) =>
+  s.role === MemberRole.LEAD || s.role === MemberRole.OBSERVER;
 /** An approver answers the lead's approvals for it (plans, permissions, claims, sign-offs). */
 export const isApprover = (s: Session) => s.role === MemberRole.APPROVER;

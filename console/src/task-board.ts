@@ -3,7 +3,7 @@ import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
 import type { Task } from "@team-protocols/contract/team/v1/records_pb.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { refusalText } from "./refusal.js";
-import type { Session } from "./session-state.js";
+import { mayWatch, type Session } from "./session-state.js";
 import { throttle } from "./throttle.js";
 
 /** The board's columns, left to right. */
@@ -60,7 +60,12 @@ export interface TaskBoard {
  * brings an event that moves a task (a task event, or a request event of a task protocol:
  * in_review begins and ends with a sign-off request). `events` are the feed's, newest first.
  */
-export function useTaskBoard(session: Session, events: TeamEvent[]): TaskBoard {
+export function useTaskBoard(
+  session: Session,
+  events: TeamEvent[],
+  /** Grows with the member's inbox, for a member with no feed: a message may move a task. */
+  inboxActivity = 0,
+): TaskBoard {
   const { rpc } = session;
   const [tasks, setTasks] = useState<Task[]>([]);
   const [error, setError] = useState<string>();
@@ -100,6 +105,18 @@ export function useTaskBoard(session: Session, events: TeamEvent[]): TaskBoard {
     for (const e of fresh) seen.current.add(e);
     if (fresh.some(movesTasks)) reload();
   }, [events, reload]);
+
+  useEffect(() => {
+    if (inboxActivity > 0) reload();
+  }, [inboxActivity, reload]);
+
+  // A member with no feed hears of few task changes (those addressed to it): the list is
+  // read again every few seconds as well, as the approver's pending requests are.
+  useEffect(() => {
+    if (mayWatch(session)) return;
+    const poll = setInterval(reload, 3_000);
+    return () => clearInterval(poll);
+  }, [session, reload]);
 
   const columns = useMemo(() => {
     const by = Object.fromEntries(COLUMNS.map((c) => [c, [] as Task[]])) as Record<Column, Task[]>;

@@ -1,10 +1,15 @@
 import { RequestStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
 import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
-import type { Member, RequestRecord } from "@team-protocols/contract/team/v1/records_pb.js";
+import type {
+  Envelope,
+  Member,
+  RequestRecord,
+} from "@team-protocols/contract/team/v1/records_pb.js";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { type FeedStatus, runFeed } from "./feed.js";
+import { runInbox } from "./inbox.js";
 import { refusalText } from "./refusal.js";
-import { isApprover, type Session } from "./session-state.js";
+import { isApprover, mayWatch, type Session } from "./session-state.js";
 import { throttle } from "./throttle.js";
 
 /** The feed keeps this many events on the page (the newest); the server keeps them all. */
@@ -18,11 +23,16 @@ export interface TeamState {
   /** Pending requests, newest first. */
   pending: RequestRecord[];
   pendingError: string | undefined;
-  /** The feed's events, newest first (at most FEED_LINES). */
+  /** The feed's events, newest first (at most FEED_LINES); none for a teammate or approver. */
   events: TeamEvent[];
+  /** The feed's stream for the lead and observers; the inbox's for the others. */
   status: FeedStatus;
   /** Grows with every event: panels that list what events do not carry refresh on it. */
   activity: number;
+  /** The signed-in member's own inbox, newest first (a teammate or approver; WatchTeam refuses them). */
+  inbox: Envelope[];
+  /** Grows with every message of that inbox (the task board refreshes on it). */
+  inboxActivity: number;
   reloadMembers(): void;
   reloadPending(): void;
 }
@@ -42,6 +52,8 @@ export function useTeamState(session: Session): TeamState {
   const [events, setEvents] = useState<TeamEvent[]>([]);
   const [status, setStatus] = useState<FeedStatus>({ state: "connecting", connects: 0 });
   const [activity, setActivity] = useState(0);
+  const [inbox, setInbox] = useState<Envelope[]>([]);
+  const [inboxActivity, setInboxActivity] = useState(0);
   const batch = useRef<TeamEvent[]>([]);
 
   const actions = useMemo(() => {
@@ -90,25 +102,57 @@ export function useTeamState(session: Session): TeamState {
       if (named) setTeam(teamOf(named) ?? "");
       if (arrived.some((e) => e.change.case === "member")) reloadMembers();
     };
-    return { reloadMembers, reloadPending, flush: throttle(flush, 100) };
+    // A teammate's inbox: messages arrive one by one too (the whole inbox when it opens).
+    const inboxBatch: Envelope[] = [];
+    const flushInbox = () => {
+      const arrived = inboxBatch.splice(0);
+      if (arrived.length === 0) return;
+      setInbox((shown) => [...arrived.reverse(), ...shown].slice(0, FEED_LINES));
+      setInboxActivity((n) => n + arrived.length);
+      const named = arrived.find((e) => e.team)?.team;
+      if (named) setTeam(named);
+      // Requests to answer and answers to own requests come as messages: the list follows.
+      if (arrived.some((e) => e.requestId !== "")) reloadPending();
+    };
+    return {
+      reloadMembers,
+      reloadPending,
+      flush: throttle(flush, 100),
+      inboxBatch,
+      flushInbox: throttle(flushInbox, 100),
+    };
   }, [rpc]);
 
   useEffect(() => {
     const stop = new AbortController();
     actions.reloadMembers();
     actions.reloadPending();
-    void runFeed(
-      rpc,
-      {
-        onEvents(arrived) {
-          batch.current.push(...arrived);
-          actions.flush();
+    if (mayWatch(session))
+      void runFeed(
+        rpc,
+        {
+          onEvents(arrived) {
+            batch.current.push(...arrived);
+            actions.flush();
+          },
+          onHeartbeat: () => actions.reloadMembers(),
+          onStatus: setStatus,
         },
-        onHeartbeat: () => actions.reloadMembers(),
-        onStatus: setStatus,
-      },
-      stop.signal,
-    );
+        stop.signal,
+      );
+    else
+      void runInbox(
+        rpc,
+        {
+          onEnvelope(envelope) {
+            actions.inboxBatch.push(envelope);
+            actions.flushInbox();
+          },
+          onHeartbeat: () => actions.reloadMembers(),
+          onStatus: setStatus,
+        },
+        stop.signal,
+      );
     // An approver has no team feed (it answers, it does not watch): what waits for an answer
     // is listed again every few seconds instead.
     const poll = isApprover(session) ? setInterval(actions.reloadPending, 3_000) : undefined;
@@ -117,6 +161,7 @@ export function useTeamState(session: Session): TeamState {
       stop.abort();
       actions.reloadMembers.cancel();
       actions.flush.cancel();
+      actions.flushInbox.cancel();
     };
   }, [rpc, actions, session]);
 
@@ -136,6 +181,8 @@ export function useTeamState(session: Session): TeamState {
     events,
     status,
     activity,
+    inbox,
+    inboxActivity,
     reloadMembers: actions.reloadMembers,
     reloadPending: actions.reloadPending,
   };

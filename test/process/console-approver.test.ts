@@ -91,7 +91,11 @@ it("the console: Allow / Deny on a permission request; an approver answers the l
     expect(r?.status, id).toBe(RequestStatus.APPROVED);
     expect(r?.answeredBy, id).toBe("judge");
   }
-  // No lead-only controls for the approver.
+  // No lead-only controls for the approver, and no team feed (WatchTeam is not its): its own
+  // inbox instead, live.
   expect(await judge.$("#new-task")).toBeNull();
+  expect(await judge.$("#add-member, #members button.stop, #members button.ask-stop")).toBeNull();
+  await judge.waitForSelector("#inbox-status[data-state=live]");
+  expect(await judge.$("#feed")).toBeNull();
   expect(problems).toEqual([]);
 }, 240_000);

@@ -186,7 +186,13 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     });
     const card = (id: string) => `#requests .request[data-request-id="${id}"]`;
     await page.waitForSelector(`${card(first.requestId)} >> text=delete src/parser`);
-    await page.waitForSelector("#feed li.event[data-kind=message] >> text=delete src/parser");
+    // The feed shows the step once: the request's row, with the plan, and no message row.
+    await page.waitForSelector("#feed li.event[data-kind=request] >> text=delete src/parser");
+    expect(
+      await page
+        .locator("#feed li.event[data-kind=message]", { hasText: "delete src/parser" })
+        .count(),
+    ).toBe(0);
     await page.click(`${card(first.requestId)} button.reject`);
     await page.fill(`${card(first.requestId)} textarea.words`, "too risky: move it behind a flag");
     await page.click(`${card(first.requestId)} button.send-rejection`);
@@ -253,8 +259,10 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     const asked = await lead.send({ to: "bob", message: shutdownRequest("all done") });
     const { page: bobPage, context: bobContext } = await openConsole(proxy.url, seen, problems);
     await signIn(bobPage, bobToken);
-    // A teammate may not watch the team: the feed says which rule refused it.
-    await bobPage.waitForSelector("#feed-status[data-state=ended] >> text=watch-lead-or-observer");
+    // A teammate may not watch the team (watch-lead-or-observer): it sees its own inbox.
+    await bobPage.waitForSelector("#inbox-status[data-state=live]");
+    await bobPage.waitForSelector(`#inbox li.event[data-request-id="${asked.requestId}"]`);
+    expect(await bobPage.$("#feed-status")).toBeNull();
     await bobPage.click(`${card(asked.requestId)} button.reject`);
     await bobPage.click(`${card(asked.requestId)} button.send-rejection`);
     const shown = await (
@@ -345,9 +353,9 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     // --- An observer sees the same feed and can only watch. ------------------------------
     const waiting = await bob.send({ to: "team-lead", message: planRequest("1. tidy the docs") });
     await page.waitForSelector(`${card(waiting.requestId)} button.approve`);
-    // The lead's feed is complete once it shows both events of that send (its message; the
-    // request, which made the card): nothing happens in the team after it.
-    await page.waitForSelector("#feed li.event[data-kind=message] >> text=tidy the docs");
+    // The lead's feed is complete once it shows that send's row (its request, with the plan;
+    // its message is folded into it): nothing happens in the team after it.
+    await page.waitForSelector("#feed li.event[data-kind=request] >> text=tidy the docs");
     const { page: eyePage, context: eyeContext } = await openConsole(proxy.url, seen, problems);
     await signIn(eyePage, eyeToken);
     await eyePage.waitForSelector("#read-only");

@@ -1,7 +1,9 @@
 import { memberRoleName } from "@team-protocols/client/names.js";
-import { isLead, mayWrite, type Session } from "../session-state.js";
+import { isLead, mayWatch, mayWrite, type Session } from "../session-state.js";
 import { useTeamState } from "../team-state.js";
+import { ComposePanel } from "./compose-panel.js";
 import { FeedPanel } from "./feed-panel.js";
+import { InboxPanel } from "./inbox-panel.js";
 import { JournalPanel } from "./journal-panel.js";
 import { MembersPanel } from "./members-panel.js";
 import { RequestsPanel } from "./requests-panel.js";
@@ -19,7 +21,9 @@ export function ConsoleView({ session, onSignOut }: Props) {
     <div class="console">
       <header>
         <h1>team-protocols</h1>
-        {state.team && <span class="team">team {state.team}</span>}
+        {(state.team || session.team) && (
+          <span class="team">team {state.team || session.team}</span>
+        )}
         <span id="who">
           signed in as <b>{session.you}</b> ({memberRoleName(session.role)})
         </span>
@@ -37,8 +41,13 @@ export function ConsoleView({ session, onSignOut }: Props) {
         <div class="column">
           <MembersPanel session={session} state={state} mayStop={isLead(session)} />
           <RequestsPanel session={session} state={state} mayAnswer={write} />
+          {write && <ComposePanel session={session} state={state} />}
         </div>
-        <FeedPanel state={state} />
+        {mayWatch(session) ? (
+          <FeedPanel state={state} />
+        ) : (
+          <InboxPanel session={session} state={state} />
+        )}
         <JournalPanel session={session} state={state} />
       </main>
     </div>

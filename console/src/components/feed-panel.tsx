@@ -1,8 +1,8 @@
-import { describeEvent } from "@team-protocols/client/describe-event.js";
 import type { FeedStatus } from "../feed.js";
+import { feedRows } from "../feed-lines.js";
 import { refusalText } from "../refusal.js";
 import { FEED_LINES, type TeamState } from "../team-state.js";
-import { clockTime, isoTime } from "../words.js";
+import { dateTime, isoTime } from "../words.js";
 
 export function FeedPanel({ state }: { state: TeamState }) {
   return (
@@ -12,8 +12,7 @@ export function FeedPanel({ state }: { state: TeamState }) {
       </h2>
       {state.events.length === 0 && <p class="empty">No events yet.</p>}
       <ol class="events">
-        {state.events.map((event) => {
-          const line = describeEvent(event);
+        {feedRows(state.events).map(({ event, line }) => {
           return (
             <li
               key={String(event.position)}
@@ -21,7 +20,9 @@ export function FeedPanel({ state }: { state: TeamState }) {
               data-position={String(event.position)}
               data-kind={line.kind}
             >
-              <time title={isoTime(event.at)}>{clockTime(event.at)}</time>
+              <time dateTime={isoTime(event.at)} title={isoTime(event.at)}>
+                {dateTime(event.at)}
+              </time>
               <span class="tag">{line.kind}</span>
               <span class="subject">{line.subject}</span>
               <span class="detail">{line.detail}</span>
@@ -37,7 +38,7 @@ export function FeedPanel({ state }: { state: TeamState }) {
 }
 
 /** live / connecting / retrying / ended, with what broke; data-* for scripts and tests. */
-function FeedBadge({ status }: { status: FeedStatus }) {
+export function FeedBadge({ status, id = "feed-status" }: { status: FeedStatus; id?: string }) {
   const text =
     status.state === "live"
       ? "live"
@@ -48,7 +49,7 @@ function FeedBadge({ status }: { status: FeedStatus }) {
           : `ended: ${refusalText(status.error)}`;
   return (
     <span
-      id="feed-status"
+      id={id}
       class={`badge ${status.state}`}
       data-state={status.state}
       data-connects={String(status.connects)}

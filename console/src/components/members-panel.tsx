@@ -1,3 +1,4 @@
+import { shutdownRequestMessage } from "@team-protocols/client/messages.js";
 import {
   memberRoleName,
   memberStatusName,
@@ -10,11 +11,15 @@ import { refusalText } from "../refusal.js";
 import type { Session } from "../session-state.js";
 import type { TeamState } from "../team-state.js";
 import { clockTime, isoTime } from "../words.js";
+import { AddMember } from "./add-member.js";
 
 interface Props {
   session: Session;
   state: TeamState;
-  /** The lead may force-stop members (RemoveMember); nobody else sees the button. */
+  /**
+   * The lead may ask a teammate to stop (a shutdown_request it answers) and force-stop
+   * members (RemoveMember); nobody else sees the buttons.
+   */
   mayStop: boolean;
 }
 
@@ -44,16 +49,42 @@ export function MembersPanel({ session, state, mayStop }: Props) {
           ))}
         </tbody>
       </table>
+      {mayStop && <AddMember session={session} state={state} />}
     </section>
   );
 }
 
 function MemberRow({ member, session, state, mayStop }: Props & { member: Member }) {
   const [confirming, setConfirming] = useState(false);
+  const [asking, setAsking] = useState(false);
+  const [reason, setReason] = useState("");
+  const [asked, setAsked] = useState<string>();
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string>();
   const stoppable =
     mayStop && member.status === MemberStatus.ACTIVE && member.role !== MemberRole.LEAD;
+  // The shutdown protocol is the lead's to a teammate (shutdown-to-teammate): the teammate
+  // answers, and stops itself when it approves.
+  const askable = stoppable && member.role === MemberRole.TEAMMATE;
+
+  const ask = async () => {
+    setBusy(true);
+    try {
+      const r = await session.rpc.send({
+        to: member.name,
+        message: shutdownRequestMessage(reason.trim()),
+      });
+      setAsking(false);
+      setReason("");
+      setAsked(r.requestId);
+      setError(undefined);
+      state.reloadPending();
+    } catch (err) {
+      setError(refusalText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
 
   const stop = async () => {
     setBusy(true);
@@ -80,8 +111,50 @@ function MemberRow({ member, session, state, mayStop }: Props & { member: Member
       </td>
       {mayStop && (
         <td class="actions">
-          {stoppable && !confirming && (
-            <button type="button" class="stop" onClick={() => setConfirming(true)}>
+          {askable && !asking && !confirming && (
+            <button
+              type="button"
+              class="ask-stop"
+              title="shutdown_request: the teammate answers, and stops if it agrees"
+              onClick={() => setAsking(true)}
+            >
+              Ask to stop
+            </button>
+          )}
+          {askable && asking && (
+            <form
+              class="ask"
+              onSubmit={(e) => {
+                e.preventDefault();
+                void ask();
+              }}
+            >
+              <input
+                class="reason"
+                placeholder="Why (optional; the teammate is told)"
+                value={reason}
+                onInput={(e) => setReason((e.target as HTMLInputElement).value)}
+              />
+              <button type="submit" class="send-ask" disabled={busy}>
+                Ask {member.name} to stop
+              </button>
+              <button type="button" onClick={() => setAsking(false)}>
+                Cancel
+              </button>
+            </form>
+          )}
+          {asked && !asking && (
+            <span class="asked" data-request-id={asked}>
+              asked ({asked})
+            </span>
+          )}
+          {stoppable && !confirming && !asking && (
+            <button
+              type="button"
+              class="stop"
+              title="RemoveMember: the token is revoked and the streams end at once"
+              onClick={() => setConfirming(true)}
+            >
               Stop
             </button>
           )}

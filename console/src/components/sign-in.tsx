@@ -40,7 +40,10 @@ export function SignIn({ notice, onSignedIn }: Props) {
     <main class="sign-in">
       <form id="sign-in" onSubmit={submit}>
         <h1>team-protocols</h1>
-        <p>Sign in with a member's token: the lead's, or an observer's to watch read-only.</p>
+        <p>
+          Sign in with a member's token: the lead's, a teammate's (its inbox and the tasks), or an
+          observer's to watch read-only.
+        </p>
         {notice && <p class="notice">{notice}</p>}
         <label>
           Token

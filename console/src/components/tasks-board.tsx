@@ -28,7 +28,7 @@ interface Props {
  * ready one to a teammate and approves a sign-off from here; the server checks every one.
  */
 export function TasksBoard({ session, state, isLead }: Props) {
-  const board = useTaskBoard(session, state.events);
+  const board = useTaskBoard(session, state.events, state.inboxActivity);
   const shown = COLUMNS.reduce((n, c) => n + board.columns[c].length, 0);
   return (
     <section id="tasks" class="panel">
