@@ -1,7 +1,12 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { MemberRole } from "@team-protocols/contract/team/v1/enums_pb.js";
-import type { Lease, Member, RequestRecord, Task } from "@team-protocols/contract/team/v1/records_pb.js";
+import type {
+  Lease,
+  Member,
+  RequestRecord,
+  Task,
+} from "@team-protocols/contract/team/v1/records_pb.js";
 import {
   type AddMemberResponse,
   type CreateTeamResponse,
