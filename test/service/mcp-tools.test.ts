@@ -72,6 +72,10 @@ describeEachDatabase("MCP: tools", (env) => {
           "update_task",
           "get_task",
           "list_tasks",
+          "acquire_lease",
+          "renew_lease",
+          "release_lease",
+          "list_leases",
           "journal",
         ];
         expect(await names(asLead)).toEqual([...common, "add_member", "remove_member"]);
