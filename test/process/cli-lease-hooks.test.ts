@@ -216,6 +216,18 @@ describe("lease hooks with the server unreachable", () => {
       );
       expect(closed.stderr.trim().split("\n")).toHaveLength(1);
     }
+    // Without a token: the same (a deny when failing closed, else one line and exit 1).
+    const noToken = await runTeam(
+      ["hook", "pre-tool-use"],
+      { TEAM_URL: DOWN.TEAM_URL, TEAM_LEASE_FAIL_CLOSED: "yes" },
+      input,
+    );
+    expect(noToken.code, noToken.stderr).toBe(0);
+    expect(JSON.parse(noToken.stdout).hookSpecificOutput.permissionDecisionReason).toContain(
+      "(TEAM_TOKEN is not set)",
+    );
+    const noTokenOpen = await runTeam(["hook", "pre-tool-use"], { TEAM_URL: DOWN.TEAM_URL }, input);
+    expect([noTokenOpen.code, noTokenOpen.stdout]).toEqual([1, ""]);
     // Failing closed refuses edits only: a Read it was not set up for is never denied.
     const read = await runTeam(
       args,

@@ -10,7 +10,13 @@ import {
   wholeNumber,
 } from "../context.js";
 import { ForeignHookError, installGitHook, preCommitRefusals } from "../hooks/git-pre-commit.js";
-import { type HookEventName, hookEventNames } from "../hooks/hook-events.js";
+import {
+  type HookEvent,
+  type HookEventName,
+  hookEventNames,
+  hookEvents,
+} from "../hooks/hook-events.js";
+import { parseHookInput } from "../hooks/hook-input.js";
 import { mergeTeamHooks, teamHooks } from "../hooks/hooks-settings.js";
 import { runHook } from "../hooks/run-hook.js";
 import { thisTeam } from "../this-team.js";
@@ -71,6 +77,16 @@ export function hookCommands(program: Command): void {
     }
     const stdin = await readAll(process.stdin);
     if (!o.token) {
+      // Failing closed, an edit the lease check cannot make without a token is denied too.
+      const hookEvent: HookEvent = hookEvents[event as HookEventName];
+      const closed = failClosed(o)
+        ? hookEvent.unreachable?.(parseHookInput(stdin), "TEAM_TOKEN is not set")
+        : undefined;
+      if (closed) {
+        process.stderr.write(`team hook ${event}: failed closed, TEAM_TOKEN is not set\n`);
+        process.stdout.write(`${JSON.stringify(closed)}\n`);
+        return;
+      }
       process.stderr.write(`team hook ${event}: not applied, TEAM_TOKEN is not set\n`);
       throw new QuietExit(1);
     }
