@@ -123,6 +123,11 @@ describeEachDatabase("lease hooks (CLI)", (env) => {
       join(dir, "src"),
     );
     expect(JSON.parse(below.stdout).hookSpecificOutput.permissionDecision).toBe("deny");
+    // A relative path is the session cwd's.
+    const relative = await hook("bob", "Write", { file_path: "parser/rel.ts" }, join(dir, "src"));
+    expect(JSON.parse(relative.stdout).hookSpecificOutput.permissionDecisionReason).toMatch(
+      /^lease-held: src\/parser\/rel\.ts is under alice's/,
+    );
     const notebook = await hook("bob", "NotebookEdit", {
       notebook_path: join(dir, "src/parser/n.ipynb"),
       new_source: "x",

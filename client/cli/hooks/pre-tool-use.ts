@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { Identity } from "@team-protocols/client/identity.js";
 import type { TeamClient } from "@team-protocols/client/team-client.js";
 import type { HookInput } from "./hook-input.js";
@@ -20,7 +21,9 @@ export function editedPath(input: HookInput): string | undefined {
   const field = EDIT_TOOLS[input.tool_name ?? ""];
   const file = field ? input.tool_input?.[field] : undefined;
   if (typeof file !== "string" || file === "") return undefined;
-  return repositoryPath(repositoryRoot(input.cwd ?? process.cwd()), file);
+  // Claude Code gives an absolute path; a relative one is taken from the session's cwd.
+  const cwd = input.cwd ?? process.cwd();
+  return repositoryPath(repositoryRoot(cwd), resolve(cwd, file));
 }
 
 /**
