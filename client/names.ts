@@ -1,5 +1,6 @@
 import {
   attemptOutcomeWords,
+  leaseModeWords,
   memberChangeWords,
   memberRoleWords,
   memberStatusWords,
@@ -17,6 +18,7 @@ import {
 
 export type {
   AttemptOutcomeWord as AttemptOutcomeName,
+  LeaseModeWord as LeaseModeName,
   MemberRoleWord as MemberRoleName,
   PermissionModeWord as PermissionModeName,
   RequestKindWord as RequestKindName,
@@ -37,6 +39,7 @@ export const taskStateNames = taskStateWords.words;
 export const taskProgressNames = taskProgressWords.words;
 export const permissionModeNames = permissionModeWords.words;
 export const attemptOutcomeNames = attemptOutcomeWords.words;
+export const leaseModeNames = leaseModeWords.words;
 
 export const taskStatusOf = (name: TaskStatusName) => taskStatusWords.valueOf(name);
 export const requestStatusOf = requestStatusWords.valueOf;
@@ -45,6 +48,7 @@ export const taskStateOf = taskStateWords.valueOf;
 export const taskProgressOf = taskProgressWords.valueOf;
 export const permissionModeOf = permissionModeWords.valueOf;
 export const attemptOutcomeOf = attemptOutcomeWords.valueOf;
+export const leaseModeOf = leaseModeWords.valueOf;
 
 export const taskStatusName = taskStatusWords.wordOf;
 export const requestStatusName = requestStatusWords.wordOf;
@@ -53,6 +57,7 @@ export const taskStateName = taskStateWords.wordOf;
 export const taskProgressName = taskProgressWords.wordOf;
 export const permissionModeName = permissionModeWords.wordOf;
 export const attemptOutcomeName = attemptOutcomeWords.wordOf;
+export const leaseModeName = leaseModeWords.wordOf;
 export const memberRoleName = memberRoleWords.wordOf;
 export const memberChangeName = memberChangeWords.wordOf;
 export const memberStatusName = memberStatusWords.wordOf;

@@ -7,7 +7,7 @@ import type { Identity } from "./identity.js";
 export function roleDuties(role: Identity["role"]): string[] {
   if (role === "observer") {
     return [
-      "- You are an observer: you may read (list_members, list_requests, get_request, await_request, journal) and nothing else; you receive no messages.",
+      "- You are an observer: you may read (list_members, list_requests, get_request, await_request, list_leases, journal) and nothing else; you receive no messages.",
     ];
   }
   if (role === "approver") {
@@ -37,6 +37,8 @@ export function roleDuties(role: Identity["role"]): string[] {
         'to the teammate with {type: "permission_response", request_id, allow, reason}; a deny needs a reason.',
       "- A teammate may hand a task back to you with task_handoff_request: answer it once with " +
         '{type: "task_handoff_response", request_id, accept} (the task becomes unowned again).',
+      "- list_leases shows who holds which files; break a teammate's lease only when needed, with " +
+        "release_lease {lease_id, reason} (it is told why).",
       "- add_member gives a new teammate its token and MCP configuration.",
       "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
     ];
@@ -59,6 +61,9 @@ export function roleDuties(role: Identity["role"]): string[] {
     '- Hand a task you own to another teammate with {type: "task_handoff_request", task_id, note}; ' +
       'answer a task_handoff_request sent to you once: {type: "task_handoff_response", request_id, ' +
       "accept} (declining needs a reason).",
+    '- Before you edit files, lease them: acquire_lease {resource: "src/parser/**", reason} ' +
+      "(renew_lease while you work, release_lease when done). A lease-held refusal, or an edit " +
+      "denied by the lease hook, names the holder: ask it with send_message, or work elsewhere.",
     "- A refused tool call starts with the rule id and says how to fix it: fix the call.",
   ];
 }

@@ -1,7 +1,12 @@
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { MemberRole } from "@team-protocols/contract/team/v1/enums_pb.js";
-import type { Member, RequestRecord, Task } from "@team-protocols/contract/team/v1/records_pb.js";
+import type {
+  Lease,
+  Member,
+  RequestRecord,
+  Task,
+} from "@team-protocols/contract/team/v1/records_pb.js";
 import {
   type AddMemberResponse,
   type CreateTeamResponse,
@@ -35,6 +40,8 @@ import {
 import {
   type AttemptOutcomeName,
   attemptOutcomeOf,
+  type LeaseModeName,
+  leaseModeOf,
   type PermissionModeName,
   permissionModeOf,
   type RequestKindName,
@@ -131,6 +138,14 @@ export interface TaskChanges {
   removeBlocks?: string[];
   /** pending or in_progress (its owner), deleted (the lead). */
   status?: TaskProgressName;
+}
+
+/** AcquireLease's options; unset: exclusive, the server's default ttl, no reason. */
+export interface LeaseOptions {
+  mode?: LeaseModeName;
+  ttlSeconds?: number;
+  /** What for: shown to whoever is refused by it. */
+  reason?: string;
 }
 
 /** Options of an answer that goes back to the requester (looked up when `to` is not given). */
@@ -259,6 +274,15 @@ export interface TeamClient {
    * (with the rule). The lead sees the team's, others their own.
    */
   listAttempts(filter?: AttemptFilter): Promise<ListAttemptsResponse>;
+
+  /** Takes a lease on a path glob or kind:name (refused lease-held when another member's overlaps). */
+  acquireLease(resource: string, options?: LeaseOptions): Promise<Lease>;
+  /** The holder extends its lease to now + ttlSeconds (unset: the server's default). */
+  renewLease(leaseId: string, ttlSeconds?: number): Promise<Lease>;
+  /** The holder gives it back; the lead breaks another member's with a reason. */
+  releaseLease(leaseId: string, reason?: string): Promise<Lease>;
+  /** The team's live leases, oldest first; by holder, or overlapping a resource. */
+  listLeases(filter?: { holder?: string; resource?: string }): Promise<Lease[]>;
 
   /** One read of the inbox (after the ack cursor unless `afterSeq`); `ack` drains. */
   readInbox(options?: {
@@ -462,6 +486,26 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
         },
         call,
       ),
+    acquireLease: async (resource, o = {}) =>
+      required(
+        (
+          await rpc.acquireLease(
+            {
+              resource,
+              ...(o.mode ? { mode: leaseModeOf(o.mode) } : {}),
+              ttlSeconds: o.ttlSeconds ?? 0,
+              reason: o.reason ?? "",
+            },
+            call,
+          )
+        ).lease,
+      ),
+    renewLease: async (leaseId, ttlSeconds = 0) =>
+      required((await rpc.renewLease({ leaseId, ttlSeconds }, call)).lease),
+    releaseLease: async (leaseId, reason = "") =>
+      required((await rpc.releaseLease({ leaseId, reason }, call)).lease),
+    listLeases: async (f = {}) =>
+      (await rpc.listLeases({ holder: f.holder ?? "", resource: f.resource ?? "" }, call)).leases,
     getRequest: async (requestId) => required((await rpc.getRequest({ requestId }, call)).request),
     listRequests: (f = {}) =>
       rpc.listRequests(

@@ -73,6 +73,7 @@ export type TaskStatusWord = WordOf<typeof TaskStatus>;
 export type TaskProgressWord = WordOf<typeof TaskProgress>;
 export type TaskChangeWord = WordOf<typeof TaskChange>;
 export type AttemptOutcomeWord = WordOf<typeof AttemptOutcome>;
+export type LeaseModeWord = WordOf<typeof LeaseMode>;
 
 export const memberRoleWords = enumWords(MemberRole);
 export const memberStatusWords = enumWords(MemberStatus);

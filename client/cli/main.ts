@@ -7,6 +7,7 @@ import { Command, CommanderError } from "commander";
 import { answerCommand } from "./commands/answer.js";
 import { attemptCommands } from "./commands/attempts.js";
 import { hookCommands } from "./commands/hooks.js";
+import { leaseCommands } from "./commands/leases.js";
 import { mcpCommand } from "./commands/mcp.js";
 import { membershipCommands } from "./commands/membership.js";
 import { messagingCommands } from "./commands/messaging.js";
@@ -45,6 +46,7 @@ ${EXIT.usage} usage error, ${EXIT.stillPending} await: still pending when the ti
   taskCommands(program);
   requestCommands(program);
   attemptCommands(program);
+  leaseCommands(program);
   watchCommand(program);
   mcpCommand(program);
   hookCommands(program);

@@ -21,6 +21,7 @@ import {
 } from "@team-protocols/contract/team/v1/records_pb.js";
 import { SendResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { z } from "zod";
+import { registerLeaseTools } from "./lease-tools.js";
 import { messageInput, messageProblem, toMessageInit } from "./message-input.js";
 import { plain } from "./plain.js";
 import { registerTaskTools } from "./task-tools.js";
@@ -314,6 +315,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
   );
 
   registerTaskTools(server, ctx);
+  registerLeaseTools(server, ctx);
 
   server.registerTool(
     "journal",

@@ -26,6 +26,8 @@ export interface AttemptedStep {
   action: string;
   to: string;
   requestId: string;
+  /** Only refusals by these rules are journaled (a call that is a step only when refused so). */
+  onlyRules?: readonly string[];
 }
 
 const M = TeamService.method;
@@ -47,6 +49,17 @@ export function attemptedStep(
   if (method.name === M.cancelRequest.name) {
     return { action: "cancel_request", to: "", requestId: String(request.requestId ?? "") };
   }
+  if (method.name === M.releaseLease.name) {
+    // A release is a step only as a break of another member's lease: refused because the
+    // caller is not the holder (and not the lead) or gave no reason. Its holder is unknown
+    // here; an accepted break is journaled by protocols/leases.ts with the holder's name.
+    return {
+      action: "break_lease",
+      to: "",
+      requestId: String(request.leaseId ?? ""),
+      onlyRules: ["lease-holder-only", "reason-on-reject"],
+    };
+  }
   return undefined;
 }
 
@@ -67,12 +80,15 @@ export function attemptsJournalInterceptor(db: Queryable, logger: Logger): Inter
     } catch (err) {
       // A refusal is the server saying no. Anything else (the database gone, a bug)
       // changed nothing and refused nothing: there is no outcome to journal.
-      if (err instanceof DomainError && err.refusal !== "unavailable") {
+      const { onlyRules, ...named } = step;
+      const journaled =
+        !onlyRules || (err instanceof RuleViolationError && onlyRules.includes(err.rule));
+      if (err instanceof DomainError && err.refusal !== "unavailable" && journaled) {
         const refusal = toConnectError(err);
         await recordAttempt(db, {
           teamId: caller.teamId,
           memberId: caller.id,
-          ...step,
+          ...named,
           outcome: "refused",
           rule: err instanceof RuleViolationError ? err.rule : "",
           code: snake(refusal.code),

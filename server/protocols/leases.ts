@@ -10,6 +10,7 @@ import {
   resourcesOverlap,
 } from "../domain/lease-patterns.js";
 import { DomainError, RuleViolationError } from "../errors.js";
+import { recordAttempt } from "../store/attempts.js";
 import type { Queryable } from "../store/database.js";
 import {
   deleteLease,
@@ -166,6 +167,16 @@ export async function releaseLease(
     );
   }
   await deleteLease(tx, lease.leaseId);
+  // A break is a protocol step of the lead's: journaled with its effect, in its transaction
+  // (a refused break is journaled by interceptors/attempts-journal.ts).
+  await recordAttempt(tx, {
+    teamId: caller.teamId,
+    memberId: caller.id,
+    action: "break_lease",
+    to: lease.holder,
+    requestId: lease.leaseId,
+    outcome: "accepted",
+  });
   const holder = await findMember(tx, caller.teamId, lease.holder);
   if (holder?.status !== "active") return { lease };
   const told = await tellHolder(

@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { LeaseMode, MemberRole } from "../../gen/team/v1/enums_pb.js";
+import { AttemptOutcome, LeaseMode, MemberRole } from "../../gen/team/v1/enums_pb.js";
 import { describeEachDatabase, raceTitle } from "../support/harness.js";
 import { inbox, refused, shutdownRequest, shutdownResponse } from "../support/protocol-helpers.js";
 import { eventually, sleep } from "../support/wait.js";
@@ -121,6 +121,17 @@ describeEachDatabase(
       expect((await t.lead.listLeases({})).leases).toHaveLength(1);
       await t.lead.releaseLease({ leaseId: id, reason: "the release needs README.md now" });
       expect((await t.lead.listLeases({})).leases).toHaveLength(0);
+      // The break is journaled as the lead's step naming the holder and the lease; bob's and
+      // the reasonless tries as refused ones; the holder's own release below is no step.
+      const steps = (await t.lead.listAttempts({})).attempts
+        .filter((a) => a.action === "break_lease")
+        .map((a) => [a.member, a.to, a.requestId, a.outcome, a.rule])
+        .reverse();
+      expect(steps).toEqual([
+        ["bob", "", id, AttemptOutcome.REFUSED, "lease-holder-only"],
+        ["team-lead", "", id, AttemptOutcome.REFUSED, "reason-on-reject"],
+        ["team-lead", "alice", id, AttemptOutcome.ACCEPTED, ""],
+      ]);
       const told = (await inbox(alice)).filter((e) => e.from === "");
       expect(told).toHaveLength(1);
       expect(told[0]?.message?.kind.value).toContain("the release needs README.md now");
@@ -131,6 +142,7 @@ describeEachDatabase(
       const own = await alice.acquireLease({ resource: "docs/**" });
       await alice.releaseLease({ leaseId: own.lease?.leaseId ?? "" });
       expect((await inbox(alice)).filter((e) => e.from === "")).toHaveLength(1);
+      expect((await t.lead.listAttempts({})).attempts).toHaveLength(3);
     });
 
     it("a lease expires at its ttl (the configured default when none is given): it holds nothing after", async () => {

@@ -72,6 +72,10 @@ describeEachDatabase("MCP: tools", (env) => {
           "update_task",
           "get_task",
           "list_tasks",
+          "acquire_lease",
+          "renew_lease",
+          "release_lease",
+          "list_leases",
           "journal",
         ];
         expect(await names(asLead)).toEqual([...common, "add_member", "remove_member"]);
@@ -133,6 +137,9 @@ describeEachDatabase("MCP: tools", (env) => {
         expect(mate).toContain("- team-lead (lead, active)");
         expect(mate).toContain('{type: "shutdown_response", request_id, approve: true}');
         expect(mate).toContain('{type: "plan_approval_request", plan}');
+        expect(mate).toContain(
+          'Before you edit files, lease them: acquire_lease {resource: "src/parser/**", reason}',
+        );
         // Every protocol a teammate takes part in, the task ones included.
         for (const type of [
           "task_notification",
@@ -146,6 +153,7 @@ describeEachDatabase("MCP: tools", (env) => {
         const lead = await text(asLead, "team-lead");
         expect(lead).toContain("You are team-lead, the team lead");
         expect(lead).toContain("- worker (teammate, active)");
+        expect(lead).toContain("release_lease {lease_id, reason}");
         for (const type of [
           "plan_approval_response",
           "shutdown_request",

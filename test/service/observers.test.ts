@@ -145,6 +145,7 @@ describeEachDatabase("observers: read-only members", (env) => {
       "await_request",
       "get_task",
       "list_tasks",
+      "list_leases",
       "journal",
     ]);
     const sent = await callTool(mcp, "send_message", {

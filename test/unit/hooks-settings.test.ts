@@ -6,21 +6,35 @@ import { mergeTeamHooks, teamHooks } from "../../client/cli/hooks/hooks-settings
 const team = `"/usr/bin/node" "/opt/team-protocols/bin/team.js"`;
 
 describe("team hooks: settings.json", () => {
-  it("one command per event, in Claude Code's shape; PostToolUse on every tool", () => {
+  it("one command per event, in Claude Code's shape; PostToolUse on every tool, PreToolUse on the edit tools", () => {
     const hooks = teamHooks(team);
     expect(Object.keys(hooks).sort()).toEqual(
-      ["PostToolUse", "SessionStart", "Stop", "SubagentStop", "UserPromptSubmit"].sort(),
+      [
+        "PostToolUse",
+        "PreToolUse",
+        "SessionStart",
+        "Stop",
+        "SubagentStop",
+        "UserPromptSubmit",
+      ].sort(),
     );
     expect(hooks.Stop).toEqual([
       { hooks: [{ type: "command", command: `${team} hook stop`, timeout: 30 }] },
     ]);
     expect(hooks.PostToolUse?.[0]?.matcher).toBe("*");
+    expect(hooks.PreToolUse).toEqual([
+      {
+        matcher: "Edit|Write|MultiEdit|NotebookEdit",
+        hooks: [{ type: "command", command: `${team} hook pre-tool-use`, timeout: 30 }],
+      },
+    ]);
     expect(hookEventNames).toEqual([
       "stop",
       "subagent-stop",
       "session-start",
       "user-prompt-submit",
       "post-tool-use",
+      "pre-tool-use",
     ]);
   });
 

@@ -4,6 +4,7 @@ import { createBlockCounter } from "./block-counter.js";
 import { newMessagesContext, sessionStartContext } from "./context-hooks.js";
 import type { HookInput } from "./hook-input.js";
 import type { ClaudeHookEvent, HookOutput } from "./hook-output.js";
+import { decidePreToolUse, EDIT_TOOLS_MATCHER, unreachableDenial } from "./pre-tool-use.js";
 import { decideStop } from "./stop-hook.js";
 
 /** What one hook run decided: the answer to print, then what to do once it is printed. */
@@ -29,6 +30,8 @@ export interface HookEvent {
   /** settings.json's matcher (tool events only). */
   matcher?: string;
   run(c: HookContext): Promise<HookDecision>;
+  /** Fail closed (when configured): the answer when the server could not be asked. */
+  unreachable?(input: HookInput, why: string): HookOutput | undefined;
 }
 
 const stop = (c: HookContext) =>
@@ -45,8 +48,7 @@ const stop = (c: HookContext) =>
   });
 
 /**
- * The events, by the name `team hook` takes. A new one (e.g. `pre-tool-use`, to check a
- * lease before an edit) is one more row here, with its output shape in hook-output.ts;
+ * The events, by the name `team hook` takes. A new one is one more row here, with its output shape in hook-output.ts;
  * `team hooks install` and `print` follow the table.
  */
 export const hookEvents = {
@@ -64,6 +66,12 @@ export const hookEvents = {
     claudeEvent: "PostToolUse",
     matcher: "*",
     run: (c) => newMessagesContext(c.client, c.me, "PostToolUse"),
+  },
+  "pre-tool-use": {
+    claudeEvent: "PreToolUse",
+    matcher: EDIT_TOOLS_MATCHER,
+    run: (c) => decidePreToolUse(c.client, c.me, c.input),
+    unreachable: unreachableDenial,
   },
 } satisfies Record<string, HookEvent>;
 

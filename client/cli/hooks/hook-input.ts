@@ -16,6 +16,8 @@ export const hookInputSchema = z.looseObject({
   source: z.string().optional(),
   /** PostToolUse and PreToolUse: the tool the model called. */
   tool_name: z.string().optional(),
+  /** PreToolUse: the tool's arguments (Edit's file_path is absolute). */
+  tool_input: z.record(z.string(), z.unknown()).optional(),
 });
 
 export type HookInput = z.infer<typeof hookInputSchema>;

@@ -1,6 +1,6 @@
 import { whoAmI } from "@team-protocols/client/identity.js";
 import type { TeamClient } from "@team-protocols/client/team-client.js";
-import { type HookEventName, hookEvents } from "./hook-events.js";
+import { type HookEvent, type HookEventName, hookEvents } from "./hook-events.js";
 import { parseHookInput } from "./hook-input.js";
 
 export interface RunHookOptions {
@@ -14,6 +14,8 @@ export interface RunHookOptions {
   /** The whole run must have decided by then; else it fails open. */
   deadlineMs: number;
   stateDir?: string | undefined;
+  /** An event that can refuse (pre-tool-use) refuses when the server cannot be asked. */
+  failClosed?: boolean;
 }
 
 /** Exit codes: 0 with or without an answer; 1 when it failed open (Claude Code goes on). */
@@ -23,7 +25,8 @@ export const HOOK_EXIT = { ok: 0, failedOpen: 1 } as const;
  * One hook run: decide, print the answer, and only then ack what it showed (a run killed
  * between the two shows the same messages again next time: never lost). Any failure, the
  * server unreachable included, fails open: one line on stderr, nothing on stdout, and the
- * agent goes on as if there were no hook.
+ * agent goes on as if there were no hook; unless `failClosed` and the event can refuse
+ * (pre-tool-use denies the edit it could not check).
  */
 export async function runHook(o: RunHookOptions): Promise<number> {
   const input = parseHookInput(o.stdin);
@@ -40,6 +43,13 @@ export async function runHook(o: RunHookOptions): Promise<number> {
       });
     });
   } catch (err) {
+    const event: HookEvent = hookEvents[o.event];
+    const closed = o.failClosed ? event.unreachable?.(input, reason(err)) : undefined;
+    if (closed) {
+      o.warn(`team hook ${o.event}: failed closed: ${reason(err)}`);
+      await o.write(`${JSON.stringify(closed)}\n`);
+      return HOOK_EXIT.ok;
+    }
     o.warn(`team hook ${o.event}: not applied: ${reason(err)}`);
     return HOOK_EXIT.failedOpen;
   }

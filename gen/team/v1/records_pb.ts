@@ -278,8 +278,9 @@ export type Attempt = Message<"team.v1.Attempt"> & {
   at?: Timestamp | undefined;
 
   /**
-   * What was attempted: the Message case sent (e.g. "shutdown_response"), or
-   * "cancel_request".
+   * What was attempted: the Message case sent (e.g. "shutdown_response"),
+   * "cancel_request", or "break_lease" (a ReleaseLease of another member's lease: the lead's
+   * break, or a refused try; to is the holder, request_id the lease's id).
    *
    * @generated from field: string action = 5;
    */
