@@ -201,6 +201,32 @@ describeEachDatabase(
       }
     });
 
+    it("a U+0000 or an oversized value in any lease field is refused size-shape naming it, never Internal; nothing is stored", async () => {
+      const t = await env().team("alice");
+      const alice = t.member("alice").client;
+      const held = await alice.acquireLease({ resource: "src/a.ts", reason: "mine" });
+      const leaseId = held.lease?.leaseId ?? "";
+      const cases: [string, () => Promise<unknown>][] = [
+        ["reason", () => alice.acquireLease({ resource: "src/b.ts", reason: "a\u0000b" })],
+        ["reason", () => alice.acquireLease({ resource: "src/b.ts", reason: "x".repeat(16_385) })],
+        ["lease_id", () => alice.renewLease({ leaseId: "lease_\u0000" })],
+        ["lease_id", () => alice.releaseLease({ leaseId: "l".repeat(200) })],
+        ["reason", () => t.lead.releaseLease({ leaseId, reason: "because\u0000" })],
+        ["holder", () => t.lead.listLeases({ holder: "a\u0000" })],
+        ["resource", () => t.lead.listLeases({ resource: "src/\u0000" })],
+      ];
+      for (const [field, call] of cases) {
+        const r = await refused(call);
+        expect([r.code, r.detail?.rule, r.detail?.field], field).toEqual([
+          Code.InvalidArgument,
+          "size-shape",
+          field,
+        ]);
+      }
+      const { leases } = await t.lead.listLeases({});
+      expect(leases.map((l) => [l.leaseId, l.reason])).toEqual([[leaseId, "mine"]]);
+    });
+
     it("an observer lists leases and may not take one", async () => {
       const t = await env().team("alice");
       const added = await t.lead.addMember({ name: "watcher", role: MemberRole.OBSERVER });

@@ -1,6 +1,12 @@
 import { MAX_MESSAGE_ID_CHARS, MAX_SEQ, MAX_TTL_MS, MIN_TTL_MS } from "../../domain/limits.js";
 import { BROADCAST } from "../../domain/names.js";
 import { enumValueViolation } from "./enum-values.js";
+import {
+  acquireLeaseShape,
+  listLeasesShape,
+  releaseLeaseShape,
+  renewLeaseShape,
+} from "./lease-shape.js";
 import { messageShapeViolation } from "./message-shape.js";
 import { nameViolation, requestIdViolation, taskIdViolation } from "./names.js";
 import { type AnyRequest, M, type Rule, type RuleCall, type Violation } from "./rule.js";
@@ -62,6 +68,14 @@ export const sizeShape: Rule = {
         return createTaskShape(request);
       case M.updateTask:
         return updateTaskShape(request);
+      case M.acquireLease:
+        return acquireLeaseShape(request);
+      case M.renewLease:
+        return renewLeaseShape(request);
+      case M.releaseLease:
+        return releaseLeaseShape(request);
+      case M.listLeases:
+        return listLeasesShape(request);
     }
     return undefined;
   },
