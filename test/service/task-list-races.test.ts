@@ -109,6 +109,43 @@ describeEachDatabase("the task list: concurrent dependency changes", (env, kind)
   it(
     raceTitle(
       kind,
+      "a task created waiting on one being completed at that moment: if it was made while that one was open, the lead is told it is ready, 10 rounds",
+    ),
+    async () => {
+      const t = await env().team("alice");
+      const alice = t.member("alice").client;
+      for (let round = 0; round < 10; round++) {
+        const x = `cx${round}`;
+        const late = Array.from({ length: 6 }, (_, i) => `clate${round}.${i}`);
+        await createTasks(t.lead, [[x]]);
+        await t.lead.send({ to: "alice", message: assign(x) });
+        const s = await alice.send({ to: "team-lead", message: signoffRequest(x) });
+        // CreateTask with blocked_by takes the task-graph lock, as the completion does: the
+        // completion then sees each new edge, or the new task sees x completed.
+        const made = await Promise.all([
+          ...late
+            .slice(0, 3)
+            .map((id) => t.lead.createTask({ taskId: id, subject: id, blockedBy: [x] })),
+          t.lead.send({ to: "alice", message: signoffResponse(s.requestId, true) }),
+          ...late
+            .slice(3)
+            .map((id) => t.lead.createTask({ taskId: id, subject: id, blockedBy: [x] })),
+        ]);
+        const notices = await readyNotices(t.lead);
+        for (const r of made) {
+          if (!("task" in r) || !r.task) continue;
+          if (r.task.openBlockers.includes(x)) {
+            expect(notices, `round ${round}: ${r.task.taskId}`).toContain(r.task.taskId);
+          }
+          expect((await t.lead.getTask({ taskId: r.task.taskId })).task?.ready).toBe(true);
+        }
+      }
+    },
+  );
+
+  it(
+    raceTitle(
+      kind,
       "a waiting task edited while its blocker is completed: its last event shows it as it is stored, 10 rounds",
     ),
     async () => {

@@ -85,6 +85,24 @@ describeEachDatabase("the task list: every rule, end to end", (env) => {
       "no-cycle",
       Code.FailedPrecondition,
     );
+    // A task made to wait on itself, either way round: refused naming the field it came in.
+    const selfLoops: [{ addBlockedBy?: string[]; addBlocks?: string[] }, string][] = [
+      [{ addBlockedBy: ["a"] }, "add_blocked_by"],
+      [{ addBlocks: ["a"] }, "add_blocks"],
+    ];
+    for (const [change, field] of selfLoops) {
+      const self = await expectRule(
+        t,
+        () => t.lead.updateTask({ taskId: "a", ...change }),
+        "no-cycle",
+        Code.FailedPrecondition,
+      );
+      expect([self.message, self.detail?.field]).toEqual([
+        expect.stringContaining('task "a" cannot wait on itself'),
+        field,
+      ]);
+    }
+    expect((await taskOf(t.lead, "a")).blockedBy).toEqual([]);
     await t.lead.updateTask({ taskId: "c", addBlockedBy: ["a"] });
     expect((await taskOf(t.lead, "c")).blockedBy).toEqual(["a", "b"]);
   });
