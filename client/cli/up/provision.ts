@@ -103,7 +103,8 @@ export async function provision(file: TeamFile, o: ProvisionOptions): Promise<Re
     await writeSecret(mcpConfig, `${JSON.stringify(teamMcpConfig(url, token), null, 2)}\n`);
     const cwd = resolve(file.dir, entry.cwd ?? ".");
     await mkdir(cwd, { recursive: true });
-    if (entry.runtime === "claude-code") await installHooks(cwd);
+    // Claude Code is the default runtime: a member that names none gets its hooks too.
+    if ((entry.runtime ?? "claude-code") === "claude-code") await installHooks(cwd);
     const prompt = entry.prompt_file
       ? await readFile(resolve(file.dir, entry.prompt_file), "utf8").catch(() => {
           throw new TeamFileError(

@@ -144,7 +144,17 @@ export function commandLine(m: ReadyMember): string[] {
   const runtime = m.entry.runtime ?? "claude-code";
   if (runtime === "claude-code") {
     const claude = process.env.TEAM_CLAUDE ?? "claude";
-    return [claude, "--mcp-config", m.mcpConfig, "-p", m.prompt || `You are ${m.entry.name}.`];
+    // Headless, Claude Code runs no tool it was not allowed: the team's tools are, the rest
+    // follow the project's own settings.
+    return [
+      claude,
+      "--mcp-config",
+      m.mcpConfig,
+      "--allowedTools",
+      "mcp__team",
+      "-p",
+      m.prompt || `You are ${m.entry.name}.`,
+    ];
   }
   const fill = (text: string, quote: (v: string) => string) =>
     text.replace(/\{(mcp_config|prompt|name)\}/g, (_, key: string) => quote(values[key] ?? ""));
