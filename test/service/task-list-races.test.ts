@@ -2,9 +2,11 @@ import { ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { TaskChange, TaskStatus } from "../../gen/team/v1/enums_pb.js";
 import { cycleThrough, type TaskEdge } from "../../server/domain/task-graph.js";
+import { lockTaskGraph } from "../../server/store/task-dependencies.js";
 import { describeEachDatabase, raceTitle, type TeamClient } from "../support/harness.js";
 import { assign, createTasks, signoffRequest, signoffResponse } from "../support/task-helpers.js";
 import { watch } from "../support/team-watch.js";
+import { sleep } from "../support/wait.js";
 
 /** "ok", or the refusal's rule id. */
 const outcome = (call: Promise<unknown>) =>
@@ -103,6 +105,48 @@ describeEachDatabase("the task list: concurrent dependency changes", (env, kind)
           expect((await t.lead.getTask({ taskId: r.task.taskId })).task?.ready).toBe(true);
         }
       }
+    },
+  );
+
+  it.skipIf(kind !== "postgres")(
+    "a dependency change of the team in progress (its task-graph lock held): CreateTask with blocked_by waits until it commits; one without dependencies does not [postgres]",
+    async () => {
+      // A completion, a deletion or a dependency change holds the team's task graph until it
+      // commits (store/task-dependencies.ts). Held here from another connection, as one of
+      // them would: a CreateTask that waits on a task must wait too, or it could store an
+      // edge the completion never sees (its dependent then never announced as ready).
+      const t = await env().team("alice");
+      await createTasks(t.lead, [["x"]]);
+      const [team] = await env().db.query<{ id: number }>("SELECT id FROM teams WHERE name = $1", [
+        t.name,
+      ]);
+      let release = () => {};
+      const released = new Promise<void>((r) => {
+        release = r;
+      });
+      let holding = () => {};
+      const held = new Promise<void>((r) => {
+        holding = r;
+      });
+      const holder = env().db.transaction(async (tx) => {
+        await lockTaskGraph(tx, team?.id ?? 0);
+        holding();
+        await released;
+      });
+      await held;
+      let done = false;
+      const creating = t.lead
+        .createTask({ taskId: "y", subject: "y", blockedBy: ["x"] })
+        .finally(() => {
+          done = true;
+        });
+      // A task without dependencies does not touch the graph: it is not held up.
+      await t.lead.createTask({ taskId: "free", subject: "free" });
+      await sleep(300);
+      expect(done, "CreateTask with blocked_by went ahead while the graph was held").toBe(false);
+      release();
+      await holder;
+      expect((await creating).task?.blockedBy).toEqual(["x"]);
     },
   );
 
