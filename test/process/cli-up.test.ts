@@ -136,6 +136,18 @@ describe("team up", () => {
       expect((await stat(join(state, f))).mode & 0o777).toBe(0o600);
     expect(up.stdout()).not.toMatch(/tp_/);
 
+    // A link into the web console, as the lead or as a member: the token in its fragment.
+    const link = await runTeam(["console", file], { TEAM_URL: serve.url });
+    expect(link.code, link.stderr).toBe(0);
+    const leadToken = (await readFile(join(state, "lead.token"), "utf8")).trim();
+    expect(link.stdout).toBe(`${serve.url}/#token=${encodeURIComponent(leadToken)}\n`);
+    const aliceLink = await runTeam(["console", file, "--member", "alice"], {
+      TEAM_URL: serve.url,
+    });
+    const aliceToken = (await readFile(join(state, "members/alice/token"), "utf8")).trim();
+    expect(aliceLink.stdout).toBe(`${serve.url}/#token=${encodeURIComponent(aliceToken)}\n`);
+    expect(up.stdout()).toContain("team console for a link into the web console");
+
     const status = await runTeam(["status", file, "--json"], { TEAM_URL: serve.url });
     expect(status.code, status.stderr).toBe(0);
     const rows = (JSON.parse(status.stdout) as { members: Record<string, unknown>[] }).members;

@@ -261,3 +261,29 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
   expect(problems).toEqual([]);
   await proxy.close();
 }, 240_000);
+
+it("a sign-in link (team console): the tab is signed in, the token is gone from the address bar, and a reload keeps the session", async () => {
+  const server = await startServer({ DATA_DIR: await tempDataDir() });
+  const created = await createClient(TeamService, transportFor(server.url, "connect")).createTeam({
+    team: "linked",
+  });
+  const context = await browser?.newContext();
+  if (!context) throw new Error("no browser");
+  const page = await context.newPage();
+  page.setDefaultTimeout(WAIT_MS);
+  const problems: string[] = [];
+  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  await page.goto(`${server.url}/#token=${encodeURIComponent(created.token)}`);
+  await page.waitForSelector("#who >> text=team-lead");
+  expect(page.url()).toBe(`${server.url}/`);
+  expect(await page.evaluate("location.hash")).toBe("");
+  await page.reload();
+  await page.waitForSelector("#who >> text=team-lead");
+  // A link with a token the server does not take signs nobody in.
+  const stranger = await context.newPage();
+  await stranger.goto(`${server.url}/#token=tp_not_a_real_token`);
+  await stranger.waitForSelector("#sign-in");
+  expect(stranger.url()).toBe(`${server.url}/`);
+  expect(problems).toEqual([]);
+  await context.close();
+}, 120_000);

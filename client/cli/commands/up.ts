@@ -89,7 +89,7 @@ export function upCommands(program: Command): void {
     await save();
     say(
       `team "${file.team}" is up on ${ready.url}: ${ready.members.length} member(s); logs in ${dir}/members/*/log\n` +
-        "  team status to see them; team down (or Ctrl-C) to stop them",
+        "  team status to see them; team console for a link into the web console as the lead; team down (or Ctrl-C) to stop them",
     );
     const signalled = new Promise<"signal">((resolve) => {
       let count = 0;
@@ -151,6 +151,8 @@ export function upCommands(program: Command): void {
     },
   );
 
+  consoleCommand(program);
+
   const down = program
     .command("down")
     .description(
@@ -189,6 +191,34 @@ export function upCommands(program: Command): void {
       () => [...results.map((r) => `${r.name}: ${r.outcome}`), processes].join("\n"),
       () => ({ members: results, processes }),
     );
+  });
+}
+
+/** `team console FILE`: a link that signs a browser tab into the web console. */
+function consoleCommand(program: Command): void {
+  connectionOptions(
+    program
+      .command("console")
+      .description(
+        "print a link that signs a browser tab into the web console as FILE's lead (or --member NAME): the token rides in the link's #fragment, which browsers never send",
+      )
+      .argument("[file]", "the team file", DEFAULT_FILE)
+      .option("--member <name>", "sign in as this member of the file instead of the lead"),
+    "admin",
+  ).action(async (path: string, o: { url: string; member?: string }) => {
+    const file = await teamFile(path);
+    const dir = stateDir(file.dir, file.team);
+    const tokenFile = o.member
+      ? paths(dir).token(o.member)
+      : file.lead?.token_file
+        ? resolve(file.dir, file.lead.token_file)
+        : paths(dir).leadToken;
+    const token = await readSecret(tokenFile);
+    if (!token)
+      throw new UsageError(`no token in ${tokenFile}: run \`team up ${file.path}\` first`);
+    const state = await readState(dir);
+    const url = (file.url ?? state?.url ?? o.url ?? DEFAULT_URL).replace(/\/$/, "");
+    process.stdout.write(`${url}/#token=${encodeURIComponent(token)}\n`);
   });
 }
 
