@@ -57,10 +57,25 @@ export async function ensureDir(path: string): Promise<void> {
   await mkdir(path, { recursive: true, mode: 0o700 });
 }
 
-export async function writeState(dir: string, state: UpState): Promise<void> {
+/** Writes of up.json in this process, one after another (the supervisor saves on every change). */
+let stateWrites: Promise<unknown> = Promise.resolve();
+let stateWriteCount = 0;
+
+/**
+ * Saves up.json whole: the state at the time of the call, written to a file of its own and
+ * renamed into place, after every earlier save of this process. Two saves sharing one
+ * temporary file once interleaved, and `team down` read torn JSON.
+ */
+export function writeState(dir: string, state: UpState): Promise<void> {
   const file = paths(dir).state;
-  await writeFile(`${file}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
-  await rename(`${file}.tmp`, file);
+  const text = `${JSON.stringify(state, null, 2)}\n`;
+  const tmp = `${file}.${process.pid}.${++stateWriteCount}.tmp`;
+  const write = stateWrites.then(async () => {
+    await writeFile(tmp, text);
+    await rename(tmp, file);
+  });
+  stateWrites = write.catch(() => undefined);
+  return write;
 }
 
 export async function readState(dir: string): Promise<UpState | undefined> {
