@@ -15,20 +15,26 @@ import {
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
 import {
   AckRequestSchema,
+  AcquireLeaseRequestSchema,
   AddMemberRequestSchema,
   AwaitRequestRequestSchema,
   CancelRequestRequestSchema,
   CreateTaskRequestSchema,
   CreateTeamRequestSchema,
   DeleteTaskRequestSchema,
+  DeleteTeamRequestSchema,
   GetRequestRequestSchema,
   GetTaskRequestSchema,
   ListAttemptsRequestSchema,
+  ListLeasesRequestSchema,
   ListMembersRequestSchema,
   ListRequestsRequestSchema,
   ListTasksRequestSchema,
   ReadInboxRequestSchema,
+  ReleaseLeaseRequestSchema,
   RemoveMemberRequestSchema,
+  RenewLeaseRequestSchema,
+  RotateTokenRequestSchema,
   SendRequestSchema,
   SubscribeRequestSchema,
   TeamService,
@@ -37,12 +43,16 @@ import {
 } from "../../gen/team/v1/team_service_pb.js";
 import { type Caller, callerKey } from "../../server/caller.js";
 import {
+  MAX_DEPENDENCIES_PER_CALL,
   MAX_MESSAGE_ID_CHARS,
   MAX_NOTE_BYTES,
   MAX_PLAN_BYTES,
   MAX_RESULT_BYTES,
   MAX_SEQ,
+  MAX_TASK_LINE_CHARS,
   MAX_TEXT_BYTES,
+  MAX_TTL_MS,
+  MIN_TTL_MS,
 } from "../../server/domain/limits.js";
 import { RuleViolationError } from "../../server/errors.js";
 import {
@@ -1012,6 +1022,412 @@ const rows: [string, RuleCall, Expected][] = [
     call(M.cancelRequest, CancelRequestRequestSchema, { requestId: REQ }, judge),
     by("approver-acts-for-lead"),
   ],
+  // size-shape: every sized field at its limit (passes) and past it (refused under its own
+  // field), and the boundaries of ttl, cursors and ids
+  [
+    "deleting a team by an upper-case name",
+    call(M.deleteTeam, DeleteTeamRequestSchema, { team: "Demo" }, lead),
+    by("size-shape", "team"),
+  ],
+  [
+    "deleting team demo",
+    call(M.deleteTeam, DeleteTeamRequestSchema, { team: "demo" }, lead),
+    undefined,
+  ],
+  ["rotating one's own token", call(M.rotateToken, RotateTokenRequestSchema, {}), undefined],
+  [
+    "rotating ann's token",
+    call(M.rotateToken, RotateTokenRequestSchema, { member: "ann" }, lead),
+    undefined,
+  ],
+  [
+    "rotating the token of a bad name",
+    call(M.rotateToken, RotateTokenRequestSchema, { member: "Ann" }, lead),
+    by("size-shape", "member"),
+  ],
+  [
+    "a 100-character member name",
+    call(M.addMember, AddMemberRequestSchema, { name: "n".repeat(100) }, lead),
+    by("size-shape", "name"),
+  ],
+  ["read after seq 5", call(M.readInbox, ReadInboxRequestSchema, { afterSeq: 5n }), undefined],
+  [
+    "subscribe after the largest seq",
+    call(M.subscribe, SubscribeRequestSchema, { afterSeq: MAX_SEQ }),
+    undefined,
+  ],
+  [
+    "a message_id at the limit",
+    send("bob", text("hi"), mate, { messageId: "m".repeat(MAX_MESSAGE_ID_CHARS) }),
+    undefined,
+  ],
+  ["a printable message_id", send("bob", text("hi"), mate, { messageId: "retry-1" }), undefined],
+  ["the shortest ttl", send("ann", shutdown(), lead, ttl(BigInt(MIN_TTL_MS / 1000))), undefined],
+  [
+    "a ttl of one and a half seconds",
+    send("ann", shutdown(), lead, { ttl: { seconds: 1n, nanos: 500_000_000 } }),
+    undefined,
+  ],
+  [
+    "a ttl a millisecond short of the shortest",
+    send("ann", shutdown(), lead, { ttl: { seconds: 0n, nanos: 999_000_000 } }),
+    by("size-shape", "ttl"),
+  ],
+  ["the longest ttl", send("lead", plan(), mate, ttl(BigInt(MAX_TTL_MS / 1000))), undefined],
+  [
+    "a ttl half a second short of the longest",
+    send("lead", plan(), mate, {
+      ttl: { seconds: BigInt(MAX_TTL_MS / 1000) - 1n, nanos: 500_000_000 },
+    }),
+    undefined,
+  ],
+  [
+    "a ttl a second past the longest",
+    send("lead", plan(), mate, ttl(BigInt(MAX_TTL_MS / 1000) + 1n)),
+    by("size-shape", "ttl"),
+  ],
+  [
+    "awaiting with a negative timeout",
+    call(M.awaitRequest, AwaitRequestRequestSchema, {
+      requestId: REQ,
+      timeout: { seconds: -1n, nanos: 0 },
+    }),
+    by("size-shape", "timeout"),
+  ],
+  [
+    "awaiting with negative nanoseconds",
+    call(M.awaitRequest, AwaitRequestRequestSchema, {
+      requestId: REQ,
+      timeout: { seconds: 0n, nanos: -1 },
+    }),
+    by("size-shape", "timeout"),
+  ],
+  [
+    "awaiting with a zero timeout",
+    call(M.awaitRequest, AwaitRequestRequestSchema, { requestId: REQ, timeout: {} }),
+    undefined,
+  ],
+  [
+    "awaiting five seconds",
+    call(M.awaitRequest, AwaitRequestRequestSchema, { requestId: REQ, timeout: { seconds: 5n } }),
+    undefined,
+  ],
+  [
+    "listing ann's attempts about a 129-character id",
+    call(
+      M.listAttempts,
+      ListAttemptsRequestSchema,
+      { member: "ann", requestId: "r".repeat(129) },
+      lead,
+    ),
+    by("size-shape", "request_id"),
+  ],
+  [
+    "listing attempts about a 128-character id",
+    call(M.listAttempts, ListAttemptsRequestSchema, { requestId: "r".repeat(128) }, lead),
+    undefined,
+  ],
+  [
+    "listing attempts about an id with a control character",
+    call(M.listAttempts, ListAttemptsRequestSchema, { requestId: "r\u0001" }, lead),
+    by("size-shape", "request_id"),
+  ],
+  [
+    "listing attempts of a bad member name",
+    call(M.listAttempts, ListAttemptsRequestSchema, { member: "Ann" }, lead),
+    by("size-shape", "member"),
+  ],
+  // the message kinds: each sized field past its limit, under its own field
+  [
+    "a shutdown answer's reason over the limit",
+    send("lead", shutdownAnswer(false, "r".repeat(MAX_NOTE_BYTES + 1))),
+    by("size-shape", "message.shutdown_response.reason"),
+  ],
+  [
+    "a plan answer's feedback over the limit",
+    send("ann", planAnswer(false, "f".repeat(MAX_NOTE_BYTES + 1)), lead),
+    by("size-shape", "message.plan_approval_response.feedback"),
+  ],
+  [
+    "a claim answer's reason over the limit",
+    send("ann", claimAnswer(false, "r".repeat(MAX_NOTE_BYTES + 1)), lead),
+    by("size-shape", "message.task_claim_response.reason"),
+  ],
+  [
+    "a handoff answer's reason over the limit",
+    send("ann", handoffAnswer(false, "r".repeat(MAX_NOTE_BYTES + 1)), lead),
+    by("size-shape", "message.task_handoff_response.reason"),
+  ],
+  [
+    "a sign-off answer's feedback over the limit",
+    send("ann", signoffAnswer(false, "f".repeat(MAX_NOTE_BYTES + 1)), lead),
+    by("size-shape", "message.result_signoff_response.feedback"),
+  ],
+  [
+    "a permission answer's reason over the limit",
+    send("ann", permissionAnswer(false, "r".repeat(MAX_NOTE_BYTES + 1)), lead),
+    by("size-shape", "message.permission_response.reason"),
+  ],
+  [
+    "a sign-off request for a blank task id",
+    send("lead", signoff("done", " ")),
+    by("size-shape", "message.result_signoff_request.task_id"),
+  ],
+  [
+    "a sign-off request with a summary over the limit",
+    send("lead", {
+      case: "resultSignoffRequest",
+      value: { taskId: "t1", result: "done", summary: "s".repeat(MAX_NOTE_BYTES + 1) },
+    }),
+    by("size-shape", "message.result_signoff_request.summary"),
+  ],
+  [
+    "a permission request with a 64-character runtime id",
+    send("lead", permission("Bash", "a".repeat(64))),
+    undefined,
+  ],
+  [
+    "a permission request with a 1-character runtime id",
+    send("lead", permission("Bash", "a")),
+    undefined,
+  ],
+  [
+    "a permission request with a 257-byte tool name",
+    send("lead", permission("t".repeat(257))),
+    by("size-shape", "message.permission_request.tool_name"),
+  ],
+  [
+    "a permission request with a description over the limit",
+    send("lead", {
+      case: "permissionRequest",
+      value: {
+        toolName: "Bash",
+        description: "d".repeat(MAX_NOTE_BYTES + 1),
+        runtimeRequestId: "a",
+      },
+    }),
+    by("size-shape", "message.permission_request.description"),
+  ],
+  [
+    "a permission request with an input preview over the limit",
+    send("lead", {
+      case: "permissionRequest",
+      value: {
+        toolName: "Bash",
+        inputPreview: "i".repeat(MAX_NOTE_BYTES + 1),
+        runtimeRequestId: "a",
+      },
+    }),
+    by("size-shape", "message.permission_request.input_preview"),
+  ],
+  [
+    "a task notification with a 257-byte task id",
+    send("lead", task({ taskId: "t".repeat(257) })),
+    by("size-shape", "message.task_notification.task_id"),
+  ],
+  [
+    "a task notification with a description over the limit",
+    send("lead", task({ description: "d".repeat(MAX_NOTE_BYTES + 1) })),
+    by("size-shape", "message.task_notification.description"),
+  ],
+  [
+    "a task notification with a summary over the limit",
+    send("lead", task({ summary: "s".repeat(MAX_NOTE_BYTES + 1) })),
+    by("size-shape", "message.task_notification.summary"),
+  ],
+  [
+    "a failed task's error over the limit",
+    send("lead", task({ status: TaskStatus.FAILED, error: "e".repeat(MAX_NOTE_BYTES + 1) })),
+    by("size-shape", "message.task_notification.error"),
+  ],
+  // the task list: each line and list at its limit and past it
+  [
+    "creating a task with a 200-character subject",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "s".repeat(MAX_TASK_LINE_CHARS) }),
+    undefined,
+  ],
+  [
+    "creating a task whose subject is 200 characters and a trailing space",
+    call(M.createTask, CreateTaskRequestSchema, { subject: `${"s".repeat(MAX_TASK_LINE_CHARS)} ` }),
+    undefined,
+  ],
+  [
+    "creating a task whose subject ends in a line break",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "Write it\n" }),
+    undefined,
+  ],
+  [
+    "creating a task with a description of 16 KiB",
+    call(M.createTask, CreateTaskRequestSchema, {
+      subject: "s",
+      description: "d".repeat(MAX_NOTE_BYTES),
+    }),
+    undefined,
+  ],
+  [
+    "creating a task with a NUL in its description",
+    call(M.createTask, CreateTaskRequestSchema, { subject: "s", description: "a\u0000b" }),
+    by("size-shape", "description"),
+  ],
+  [
+    "creating a task waiting on 100 tasks",
+    call(M.createTask, CreateTaskRequestSchema, {
+      subject: "s",
+      blockedBy: Array.from({ length: MAX_DEPENDENCIES_PER_CALL }, (_, i) => `t${i}`),
+    }),
+    undefined,
+  ],
+  [
+    "an update to a description over the limit",
+    call(M.updateTask, UpdateTaskRequestSchema, {
+      taskId: "t1",
+      description: "d".repeat(MAX_NOTE_BYTES + 1),
+    }),
+    by("size-shape", "description"),
+  ],
+  [
+    "an update to a 201-character active form",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", activeForm: "a".repeat(201) }),
+    by("size-shape", "active_form"),
+  ],
+  [
+    "an update that clears the active form",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", activeForm: "" }),
+    undefined,
+  ],
+  [
+    "an update of the description alone",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", description: "more" }),
+    undefined,
+  ],
+  [
+    "a deletion by update with a new description",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.DELETED, description: "d" },
+      lead,
+    ),
+    by("size-shape", "status"),
+  ],
+  [
+    "a deletion by update with a new active form",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.DELETED, activeForm: "a" },
+      lead,
+    ),
+    by("size-shape", "status"),
+  ],
+  [
+    "a deletion by update with a new subject and description",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.DELETED, subject: "s", description: "d" },
+      lead,
+    ),
+    by("size-shape", "status"),
+  ],
+  [
+    "a deletion by update with a new description and active form",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", status: TaskProgress.DELETED, description: "d", activeForm: "a" },
+      lead,
+    ),
+    by("size-shape", "status"),
+  ],
+  [
+    "listing ann's tasks both ready and blocked",
+    call(M.listTasks, ListTasksRequestSchema, { owner: "ann", ready: true, blocked: true }),
+    by("size-shape", "blocked"),
+  ],
+  // leases: the shapes a query may trust
+  [
+    "acquiring a lease",
+    call(M.acquireLease, AcquireLeaseRequestSchema, { resource: "src/**", reason: "r" }),
+    undefined,
+  ],
+  [
+    "acquiring a lease with a NUL in the reason",
+    call(M.acquireLease, AcquireLeaseRequestSchema, { resource: "src/**", reason: "a\u0000" }),
+    by("size-shape", "reason"),
+  ],
+  [
+    "acquiring a lease with a reason over the limit",
+    call(M.acquireLease, AcquireLeaseRequestSchema, {
+      resource: "src/**",
+      reason: "r".repeat(MAX_NOTE_BYTES + 1),
+    }),
+    by("size-shape", "reason"),
+  ],
+  [
+    "acquiring a lease with a reason at the limit",
+    call(M.acquireLease, AcquireLeaseRequestSchema, {
+      resource: "src/**",
+      reason: "r".repeat(MAX_NOTE_BYTES),
+    }),
+    undefined,
+  ],
+  [
+    "renewing a lease",
+    call(M.renewLease, RenewLeaseRequestSchema, { leaseId: "l".repeat(128) }),
+    undefined,
+  ],
+  [
+    "renewing a 129-character lease id",
+    call(M.renewLease, RenewLeaseRequestSchema, { leaseId: "l".repeat(129) }),
+    by("size-shape", "lease_id"),
+  ],
+  [
+    "renewing a lease id with a control character",
+    call(M.renewLease, RenewLeaseRequestSchema, { leaseId: "l\u0001" }),
+    by("size-shape", "lease_id"),
+  ],
+  [
+    "releasing a lease with a NUL in the reason",
+    call(M.releaseLease, ReleaseLeaseRequestSchema, { leaseId: "l1", reason: "a\u0000" }),
+    by("size-shape", "reason"),
+  ],
+  [
+    "releasing a malformed lease id",
+    call(M.releaseLease, ReleaseLeaseRequestSchema, { leaseId: "l\u0001" }),
+    by("size-shape", "lease_id"),
+  ],
+  [
+    "releasing a lease",
+    call(M.releaseLease, ReleaseLeaseRequestSchema, { leaseId: "l1", reason: "done" }),
+    undefined,
+  ],
+  ["listing every lease", call(M.listLeases, ListLeasesRequestSchema, {}), undefined],
+  [
+    "listing leases of a bad holder name",
+    call(M.listLeases, ListLeasesRequestSchema, { holder: "Ann" }),
+    by("size-shape", "holder"),
+  ],
+  [
+    "listing ann's leases on a 1025-character resource",
+    call(M.listLeases, ListLeasesRequestSchema, { holder: "ann", resource: "r".repeat(1025) }),
+    by("size-shape", "resource"),
+  ],
+  [
+    "listing leases on a 1024-character resource",
+    call(M.listLeases, ListLeasesRequestSchema, { resource: "r".repeat(1024) }),
+    undefined,
+  ],
+  [
+    "listing leases on a resource with a line break",
+    call(M.listLeases, ListLeasesRequestSchema, { resource: "a\nb" }),
+    by("size-shape", "resource"),
+  ],
+  [
+    "listing ann's leases on src",
+    call(M.listLeases, ListLeasesRequestSchema, { holder: "ann", resource: "src/**" }),
+    undefined,
+  ],
 ];
 
 describe("the rules table, called directly", () => {
@@ -1178,6 +1594,23 @@ describe("the rules table, called directly", () => {
     });
     await intercept(request(broadcast, true));
     expect(reached).toEqual(["Send", "Send"]);
+  });
+
+  // What an agent reads when it is refused: every row's sentence, pinned in a file a reviewer
+  // reads top to bottom (a changed or emptied sentence fails here, and shows in review).
+  it("says each refusal in the sentence written down in rules-table.sentences.txt", async () => {
+    const lines = rows.flatMap(([title, c, expected]) => {
+      if (expected === undefined) return [];
+      try {
+        checkRules(c);
+      } catch (e) {
+        if (e instanceof RuleViolationError) {
+          return [`${title}\n  ${e.rule}${e.field ? ` (${e.field})` : ""}: ${e.sentence}`];
+        }
+      }
+      return [`${title}\n  not refused`];
+    });
+    await expect(`${lines.join("\n")}\n`).toMatchFileSnapshot("rules-table.sentences.txt");
   });
 
   it("checks shape before who may send what: an oversized plan to a teammate is a shape error", () => {

@@ -50,7 +50,7 @@ function reasonViolation(reason: string): Violation | undefined {
   if (reason.includes("\u0000")) {
     return { sentence: "reason holds U+0000, which cannot be stored", field: "reason" };
   }
-  if (Buffer.byteLength(reason, "utf8") > MAX_NOTE_BYTES) {
+  if (Buffer.byteLength(reason) > MAX_NOTE_BYTES) {
     return { sentence: `reason is larger than ${MAX_NOTE_BYTES} bytes`, field: "reason" };
   }
   return undefined;

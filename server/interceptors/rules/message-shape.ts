@@ -7,7 +7,8 @@ import {
 import { requestIdViolation, taskIdViolation } from "./names.js";
 import type { AnyRequest, Violation } from "./rule.js";
 
-const utf8Bytes = (s: string) => Buffer.byteLength(s, "utf8");
+// Buffer.byteLength counts UTF-8 unless told otherwise.
+const utf8Bytes = (s: string) => Buffer.byteLength(s);
 
 function over(field: string, value: string, max: number): Violation | undefined {
   return utf8Bytes(value) > max

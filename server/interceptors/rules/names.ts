@@ -27,7 +27,7 @@ export function requestIdViolation(
     sentence:
       value === ""
         ? whenEmpty
-        : `${field} ${JSON.stringify(String(value).slice(0, 64))} is not a request id`,
+        : `${field} ${JSON.stringify(value.slice(0, 64))} is not a request id`,
     field,
   };
 }

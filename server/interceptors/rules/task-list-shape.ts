@@ -26,7 +26,7 @@ function lineViolation(value: string, field: string, required: boolean): Violati
 }
 
 function descriptionViolation(value: string, field: string): Violation | undefined {
-  if (Buffer.byteLength(value, "utf8") > MAX_NOTE_BYTES) {
+  if (Buffer.byteLength(value) > MAX_NOTE_BYTES) {
     return { sentence: `${field} is larger than ${MAX_NOTE_BYTES} bytes`, field };
   }
   // PostgreSQL text cannot hold U+0000.
