@@ -3,7 +3,7 @@
  * server (a child process) is given a heap snapshot with no stream open and one with N idle
  * streams, and the difference is summed by object type and constructor, per stream. The
  * memory scenario says how much; this says what (e.g. that object literals with getters are
- * property dictionaries of ~300 bytes each: streaming/grpc-call-context.ts).
+ * property dictionaries: server/grpc/call-objects.ts).
  *
  *   npm run bench:heap                 1,000 streams, over gRPC
  *   npm run bench:heap -- --streams 2000 --protocol connect
@@ -136,10 +136,17 @@ async function startServer(databaseUrl: string, dir: string, cleanups: Cleanups)
       for (;;) {
         await sleep(500);
         const file = (await readdir(dir)).find((f) => !known.has(f) && f.endsWith(".heapsnapshot"));
-        // Written in one go once it appears; a moment more for the last bytes.
+        // Written in chunks, with pauses between them on a busy machine (a fixed wait and a
+        // size that stopped growing both read half a file): read once it parses.
         if (file) {
-          await sleep(3_000);
-          return heapOf(await readFile(join(dir, file), "utf8"));
+          for (let tries = 0; ; tries++) {
+            await sleep(3_000);
+            try {
+              return heapOf(await readFile(join(dir, file), "utf8"));
+            } catch (err) {
+              if (!(err instanceof SyntaxError) || tries === 100) throw err;
+            }
+          }
         }
       }
     },

@@ -8,9 +8,11 @@
  *   npm run bench:hostile -- --pg               a scratch database on local PostgreSQL
  *                                               (--pg-url <admin url> to choose)
  *   npm run bench:hostile -- --only mcp-calls,mcp-waits --n 2000
+ *   npm run bench:hostile -- --only mcp-calls --cpu-profile DIR   the server's V8 profile in DIR
  *
  * Scenarios: mcp-calls (list_members over /mcp, calls/s), mcp-waits (N concurrent
- * wait_for_messages of one token).
+ * wait_for_messages of one token); the connection and stream limits, each in a file of its
+ * own (bench/hostile-*.ts): idle-connections, unfinished-bodies, watch-observers.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -20,12 +22,13 @@ import { sleep } from "./bounded.js";
 import { Cleanups } from "./cleanup.js";
 import { Connections } from "./connections.js";
 import { createScratchDatabase, DEFAULT_PG_ADMIN_URL } from "./database-target.js";
+import { limitScenarios } from "./hostile-limits.js";
 import { type BenchServer, startBenchServer } from "./server-process.js";
 import { createBenchTeam } from "./teams.js";
 
 const MiB = 1024 * 1024;
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const ALL = ["mcp-calls", "mcp-waits"];
+const ALL = ["mcp-calls", "mcp-waits", ...Object.keys(limitScenarios)];
 
 interface Run {
   n: number;
@@ -41,6 +44,7 @@ async function main(): Promise<void> {
       only: { type: "string", default: ALL.join(",") },
       n: { type: "string", default: "2000" },
       seconds: { type: "string", default: "5" },
+      "cpu-profile": { type: "string" },
     },
   });
   const cleanups = new Cleanups();
@@ -55,10 +59,10 @@ async function main(): Promise<void> {
       async start(env) {
         const dir = await mkdtemp(join(os.tmpdir(), "tp-hostile-"));
         cleanups.add("data dir", () => rm(dir, { recursive: true, force: true }));
-        const server = await startBenchServer({
-          ...(pgUrl ? { DATABASE_URL: pgUrl } : { DATA_DIR: dir }),
-          ...env,
-        });
+        const server = await startBenchServer(
+          { ...(pgUrl ? { DATABASE_URL: pgUrl } : { DATA_DIR: dir }), ...env },
+          { cpuProfileDir: values["cpu-profile"] },
+        );
         cleanups.add("server", () => server.stop());
         return server;
       },
@@ -127,6 +131,7 @@ async function mcpCall(
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(0)} MiB`;
 
 const scenarios: Record<string, (run: Run) => Promise<string[]>> = {
+  ...limitScenarios,
   /** list_members over /mcp, 8 closed loops: calls/s and server CPU per call. */
   async "mcp-calls"(run) {
     const server = await run.start({});

@@ -15,15 +15,23 @@
  * serving its pool (their /proc stat; the WAL writer and the checkpointer are not counted).
  * Prints a table; writes JSON to bench/results/store-sends.json (or --out).
  */
+
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { MessageSchema } from "@team-protocols/contract/team/v1/message_pb.js";
 import { Command } from "commander";
 import { type ClusterBus, createClusterBus } from "../server/inbox/cluster-bus.js";
 import { createInboxHub } from "../server/inbox/hub.js";
 import { createRequestWaiters } from "../server/inbox/request-waiters.js";
 import { createTeamHub } from "../server/inbox/team-hub.js";
+import {
+  type SearchIndexer,
+  startSearchIndexer,
+  withWakeHook,
+} from "../server/jobs/search-indexer.js";
 import { silentLogger } from "../server/logger.js";
 import type { Database } from "../server/store/database.js";
 import { ack, inboxPosition } from "../server/store/inbox.js";
@@ -49,10 +57,14 @@ interface StoreRun {
   latency: LatencySummary;
   commitsPerSend: number;
   cpu: { nodeUsPerSend: number; postgresUsPerSend: number };
+  /** How long the search indexer took to catch up after the run's end. */
+  indexLagMs: number;
 }
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-const body = (s: string) => new TextEncoder().encode(s);
+// A stored body is always a serialized Message (the store renders its words for search).
+const body = (s: string) =>
+  toBinary(MessageSchema, create(MessageSchema, { kind: { case: "text", value: s } }));
 const hz = 100; // USER_HZ: /proc stat's clock ticks per second on Linux
 
 async function main(): Promise<void> {
@@ -74,11 +86,16 @@ async function main(): Promise<void> {
     });
     cleanups.add("close the store", () => db.close());
     await migrate(db);
+    // The search indexer runs as in the server, on the team wake-ups each send makes: its
+    // work (rendering words, the tsvector, the GIN index) is in every figure, and each run
+    // ends only once it caught up.
+    const indexer = startSearchIndexer({ db, logger: silentLogger() });
+    cleanups.add("stop the search indexer", () => indexer.stop());
     const bus = createClusterBus({
       db,
       hub: createInboxHub(),
       waiters: createRequestWaiters(),
-      teams: createTeamHub(),
+      teams: withWakeHook(createTeamHub(), indexer.poke),
       logger: silentLogger(),
     });
     cleanups.add("close the cluster bus", () => bus.close());
@@ -92,6 +109,7 @@ async function main(): Promise<void> {
           const run = await closedLoop(
             db,
             bus,
+            indexer,
             team,
             { pattern, keyed, concurrency },
             Number(o.seconds),
@@ -101,7 +119,7 @@ async function main(): Promise<void> {
             `${pattern}${keyed ? " keyed" : ""} x${concurrency}: ${run.sendsPerSec}/s, ` +
               `p50 ${run.latency.p50Ms} ms, p99 ${run.latency.p99Ms} ms, ` +
               `${run.commitsPerSend} commits/send, node ${run.cpu.nodeUsPerSend} µs/send, ` +
-              `postgres ${run.cpu.postgresUsPerSend} µs/send` +
+              `postgres ${run.cpu.postgresUsPerSend} µs/send, index lag ${run.indexLagMs} ms` +
               (run.errors ? `, ${run.errors} errors (${run.firstError})` : ""),
           );
         }
@@ -147,6 +165,7 @@ async function makeTeam(db: Database, teammates: number): Promise<Team> {
 async function closedLoop(
   db: Database,
   bus: ClusterBus,
+  indexer: SearchIndexer,
   team: Team,
   shape: { pattern: Pattern; keyed: boolean; concurrency: number },
   seconds: number,
@@ -209,7 +228,15 @@ async function closedLoop(
       }
     }),
   );
-  const [a, b] = [await from, await to];
+  const a = await from;
+  // The run's sends are indexed before its end is sampled: the indexer's CPU is the run's.
+  // What it still does after `end` for sends measured before is counted, for sends of the
+  // last moment (not measured) too: a slight overcount.
+  await to;
+  const indexedAt = performance.now();
+  await indexer.idle();
+  const indexLagMs = Math.round(performance.now() - indexedAt);
+  const b = await sample(db);
   const per = (x: number) => Math.round(x / Math.max(1, sends));
   return {
     ...shape,
@@ -217,6 +244,7 @@ async function closedLoop(
     errors,
     ...(firstError ? { firstError } : {}),
     latency: histogram.summary(),
+    indexLagMs,
     commitsPerSend: Math.round(((b.commits - a.commits) / Math.max(1, sends)) * 1000) / 1000,
     cpu: {
       nodeUsPerSend: per(b.nodeUs - a.nodeUs),

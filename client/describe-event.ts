@@ -1,3 +1,4 @@
+import { MemberChange } from "@team-protocols/contract/team/v1/enums_pb.js";
 import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
 import { clock, describeMessage } from "./describe.js";
 import {
@@ -5,8 +6,10 @@ import {
   memberRoleName,
   memberStatusName,
   permissionModeName,
+  presenceName,
   requestKindName,
   requestStatusName,
+  seenViaName,
   taskChangeName,
   taskProgressName,
 } from "./names.js";
@@ -49,6 +52,14 @@ export function describeEvent(event: TeamEvent): FeedLine {
     }
     case "member": {
       const m = change.value.member;
+      if (change.value.change === MemberChange.PRESENCE) {
+        const via = m?.lastSeenVia ? ` (last seen via ${seenViaName(m.lastSeenVia)})` : "";
+        return {
+          kind: "member",
+          subject: `${m?.name ?? ""} (${memberRoleName(m?.role ?? 0)})`,
+          detail: `presence: ${presenceName(m?.presence ?? 0)}${via}`,
+        };
+      }
       return {
         kind: "member",
         subject: `${m?.name ?? ""} (${memberRoleName(m?.role ?? 0)})`,

@@ -1,11 +1,18 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@team-protocols/contract/team/v1/message_pb.js";
-import type { Envelope, RequestRecord, Task } from "@team-protocols/contract/team/v1/records_pb.js";
+import type {
+  Envelope,
+  Member,
+  RequestRecord,
+  Task,
+} from "@team-protocols/contract/team/v1/records_pb.js";
 import {
   permissionModeName,
+  presenceName,
   requestKindName,
   requestStatusName,
+  seenViaName,
   taskProgressName,
   taskStateName,
   taskStatusName,
@@ -20,6 +27,12 @@ export const clock = (t: Timestamp | undefined) =>
 
 /** "2025-11-29T21:04:05.123Z" */
 export const instant = (t: Timestamp | undefined) => (t ? timestampDate(t).toISOString() : "-");
+
+/** "online, last seen 2026-12-04T16:01:02.000Z via mcp", or "offline, never seen". */
+export const describePresence = (m: Pick<Member, "presence" | "lastSeenAt" | "lastSeenVia">) =>
+  m.lastSeenAt
+    ? `${presenceName(m.presence)}, last seen ${instant(m.lastSeenAt)} via ${seenViaName(m.lastSeenVia)}`
+    : `${presenceName(m.presence)}, never seen`;
 
 /** One envelope: a header line, then the message (multi-line text indented). */
 export function describeEnvelope(e: Envelope): string {

@@ -5,8 +5,10 @@ import {
   memberRoleWords,
   memberStatusWords,
   permissionModeWords,
+  presenceWords,
   requestKindWords,
   requestStatusWords,
+  seenViaWords,
   type TaskStatusWord,
   taskChangeWords,
   taskProgressWords,
@@ -61,4 +63,6 @@ export const leaseModeName = leaseModeWords.wordOf;
 export const memberRoleName = memberRoleWords.wordOf;
 export const memberChangeName = memberChangeWords.wordOf;
 export const memberStatusName = memberStatusWords.wordOf;
+export const presenceName = presenceWords.wordOf;
+export const seenViaName = seenViaWords.wordOf;
 export const taskChangeName = taskChangeWords.wordOf;

@@ -358,9 +358,12 @@ function block(tag: string, e: Envelope, body: string[]): string {
     ...(e.requestId ? [["request_id", e.requestId]] : []),
     ["seq", String(e.seq)],
     ...(e.sentAt ? [["sent_at", timestampDate(e.sentAt).toISOString()]] : []),
+    // The id to name as reply_to when answering it.
+    ...(e.id ? [["id", e.id]] : []),
   ];
   const open = `<${tag} ${attrs.map(([k, v]) => `${k}="${attribute(v ?? "")}"`).join(" ")}>`;
-  return [open, ...body, `</${tag}>`].join("\n");
+  const replied = e.replyTo ? [`(in reply to ${text(e.replyTo)})`] : [];
+  return [open, ...replied, ...body, `</${tag}>`].join("\n");
 }
 
 // What a member wrote goes through text(): angle brackets escaped, so it cannot open or

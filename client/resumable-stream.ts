@@ -51,7 +51,9 @@ export async function* resumableStream<R, T>(
     if (closed.aborted) return;
     const error = broke === undefined ? undefined : TeamError.fromError(broke);
     if (error && !RETRYABLE_STREAM_CODES.has(error.code)) throw error;
-    const retryInMs = backoff.next();
+    // A refusal that says when to come back (RetryInfo: the slow-consumer back-off, a rate)
+    // is retried no sooner: an earlier reopen would only be refused again.
+    const retryInMs = Math.max(backoff.next(), error?.retryAfterMs ?? 0);
     options.onStatus({ state: "disconnected", error, retryInMs });
     await sleep(retryInMs, closed);
   }

@@ -77,6 +77,8 @@ export interface SendOptions {
    * restart, a database failover) and it is still stored once. `""`: no key, one attempt.
    */
   messageId?: string;
+  /** The id (Envelope.id) of the message this one answers: it joins that message's thread. */
+  replyTo?: string;
 }
 
 export interface RequestOptions extends SendOptions {
@@ -356,6 +358,7 @@ export function createTeamClient(options: TeamClientOptions): TeamClient {
         message,
         messageId: o.messageId ?? newMessageId(),
         ...(o.ttlMs !== undefined ? { ttl: durationFromMs(o.ttlMs) } : {}),
+        ...(o.replyTo ? { replyTo: o.replyTo } : {}),
       };
       // Without a key a repeat could store the message twice: one attempt only.
       if (request.messageId === "") return rpc.send(request, call);

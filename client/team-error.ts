@@ -1,5 +1,6 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { RuleViolationSchema } from "@team-protocols/contract/team/v1/rule_violation_pb.js";
+import { retryDelayMs } from "./retry-info.js";
 
 /** Which protocol rule refused a call, decoded from the error's team.v1.RuleViolation detail. */
 export interface Violation {
@@ -30,6 +31,11 @@ export class TeamError extends ConnectError {
     this.violation = detail
       ? { rule: detail.rule, sentence: detail.description, field: detail.field }
       : undefined;
+  }
+
+  /** How long the server asked to wait before retrying (its RetryInfo detail), in ms. */
+  get retryAfterMs(): number | undefined {
+    return retryDelayMs(this);
   }
 
   /** The refusing rule's id, or undefined for errors that are not rule refusals. */

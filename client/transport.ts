@@ -17,7 +17,17 @@ export interface TransportOptions {
   token?: string | undefined;
   /** Default "connect". */
   protocol?: Protocol | undefined;
+  /**
+   * What kind of client this is, sent as the `team-client` header: "mcp" for the MCP bridge,
+   * "hook" for runtime and git hooks. The server's presence says the member was last seen
+   * through it (Member.last_seen_via); unset, a plain call.
+   */
+  clientKind?: ClientKind | undefined;
 }
+
+/** The `team-client` header's values (the server reads anything else as a plain call). */
+export type ClientKind = "mcp" | "hook";
+export const TEAM_CLIENT_HEADER = "team-client";
 
 /**
  * A transport that authenticates every call and raises TeamErrors. Connect and gRPC run over
@@ -27,6 +37,13 @@ export interface TransportOptions {
 export function createTeamTransport(options: TransportOptions): Transport {
   const { baseUrl, token } = options;
   const interceptors: Interceptor[] = [teamErrorInterceptor];
+  const kind = options.clientKind;
+  if (kind !== undefined) {
+    interceptors.push((next) => (req) => {
+      req.header.set(TEAM_CLIENT_HEADER, kind);
+      return next(req);
+    });
+  }
   if (token !== undefined && token !== "") {
     interceptors.push((next) => (req) => {
       req.header.set("authorization", `Bearer ${token}`);

@@ -8,7 +8,9 @@ import {
   MemberRole,
   MemberStatus,
   PermissionMode,
+  Presence,
   RequestKind,
+  SeenVia,
   RequestStatus,
   TaskChange,
   LeaseMode,
@@ -74,6 +76,8 @@ export type TaskProgressWord = WordOf<typeof TaskProgress>;
 export type TaskChangeWord = WordOf<typeof TaskChange>;
 export type AttemptOutcomeWord = WordOf<typeof AttemptOutcome>;
 export type LeaseModeWord = WordOf<typeof LeaseMode>;
+export type PresenceWord = WordOf<typeof Presence>;
+export type SeenViaWord = WordOf<typeof SeenVia>;
 
 export const memberRoleWords = enumWords(MemberRole);
 export const memberStatusWords = enumWords(MemberStatus);
@@ -87,3 +91,5 @@ export const taskProgressWords = enumWords(TaskProgress);
 export const taskChangeWords = enumWords(TaskChange);
 export const attemptOutcomeWords = enumWords(AttemptOutcome);
 export const leaseModeWords = enumWords(LeaseMode);
+export const presenceWords = enumWords(Presence);
+export const seenViaWords = enumWords(SeenVia);

@@ -1,12 +1,23 @@
-import type { ConnectRouter } from "@connectrpc/connect";
+import type { KeyObject } from "node:crypto";
+import { type ConnectRouter, createRouterTransport } from "@connectrpc/connect";
+import { teamErrorInterceptor } from "@team-protocols/client/team-error.js";
 import { file_team_v1_rule_violation } from "@team-protocols/contract/team/v1/rule_violation_pb.js";
 import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
-import { type BacklogLimits, DEFAULT_BACKLOG_LIMITS } from "./domain/limits.js";
+import {
+  type BacklogLimits,
+  DEFAULT_BACKLOG_LIMITS,
+  IMPORT_MAX_BYTES_DEFAULT,
+} from "./domain/limits.js";
+import { CallValues } from "./grpc/call-values.js";
+import { createGrpcCalls } from "./grpc/grpc-calls.js";
 import { attemptHandlers } from "./handlers/attempts.js";
+import { historyHandlers } from "./handlers/history.js";
+import { historyExportHandlers } from "./handlers/history-export.js";
 import { leaseHandlers } from "./handlers/leases.js";
 import { membershipHandlers } from "./handlers/membership.js";
 import { messagingHandlers } from "./handlers/messaging.js";
 import { requestHandlers } from "./handlers/requests.js";
+import { createSlowConsumerBackoff } from "./handlers/slow-consumer-backoff.js";
 import { createDeliveries, subscribeHandler } from "./handlers/subscribe.js";
 import { taskHandlers } from "./handlers/tasks.js";
 import { watchHandler } from "./handlers/watch.js";
@@ -39,20 +50,29 @@ import { errorMappingInterceptor } from "./interceptors/error-mapping.js";
 import { metricsInterceptor } from "./interceptors/metrics-interceptor.js";
 import { rulesInterceptor } from "./interceptors/rules/table.js";
 import { type SendRateOptions, sendRateInterceptor } from "./interceptors/send-rate.js";
+import {
+  DEFAULT_PRESENCE,
+  type PresenceJob,
+  type PresenceOptions,
+  startPresenceJob,
+} from "./jobs/presence.js";
 import { type RetentionJob, startRetentionJob } from "./jobs/retention.js";
+import { type SearchIndexer, startSearchIndexer, withWakeHook } from "./jobs/search-indexer.js";
 import type { Logger } from "./logger.js";
+import { inProcessRpcTransport } from "./mcp/in-process-rpc.js";
 import { createMcpEndpoint, MCP_PATH } from "./mcp/mcp-endpoint.js";
 import { createMetrics, type Metrics } from "./metrics/metrics.js";
 import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { type ExpirySweeper, startExpirySweeper } from "./protocols/expiry-sweeper.js";
-import { DEFAULT_LEASE_TTLS, type LeaseTtls } from "./protocols/leases.js";
+import {
+  DEFAULT_LEASE_TTLS,
+  DEFAULT_MAX_LEASES_PER_MEMBER,
+  type LeaseTtls,
+} from "./protocols/leases.js";
 import { defaultProtocolConfig, type ProtocolConfig } from "./protocols/protocol.js";
 import { serveReflection } from "./reflection/server-reflection.js";
 import type { Database } from "./store/database.js";
 import { inboxBacklog, requestsByStatus } from "./store/metrics-queries.js";
-import { CallValues } from "./streaming/call-values.js";
-import { createGrpcCalls } from "./streaming/grpc-calls.js";
-import { isGrpcSubscribe, serveGrpcSubscribe } from "./streaming/grpc-subscribe.js";
 
 /** Largest request body accepted (a 256 KiB plan plus protobuf framing, with room). */
 export const READ_MAX_BYTES = 1024 * 1024;
@@ -67,8 +87,15 @@ export interface AppOptions {
   protocols?: ProtocolConfig;
   /** How often overdue requests are expired. Default DEFAULT_SWEEP_INTERVAL_MS (250 ms). */
   sweepIntervalMs?: number;
-  /** When set, CreateTeam needs it as a bearer token. */
+  /** When set, CreateTeam and ImportTeam need it as a bearer token. */
   adminToken?: string | undefined;
+  /**
+   * The Ed25519 private key ExportTeam signs bundles with (export/signing-key.ts loads it);
+   * unset: ExportTeam is refused, and ImportTeam trusts only keys given in the request.
+   */
+  exportSigningKey?: KeyObject | undefined;
+  /** The largest bundle ImportTeam loads (IMPORT_MAX_BYTES). Default 4 GiB. */
+  importMaxBytes?: number;
   /** Idle subscriptions get a heartbeat this often. Default 15 s. */
   heartbeatIntervalMs?: number;
   /**
@@ -79,12 +106,19 @@ export interface AppOptions {
   callerCacheTtlMs?: number;
   /** A lease's ttl when AcquireLease or RenewLease gives none, and the longest allowed. */
   leaseTtls?: LeaseTtls;
+  /** Live leases one member may hold at once. Default 64; 0: no limit. */
+  maxLeasesPerMember?: number;
   /**
    * Deletes acked messages, finished requests, idempotency keys and member events after
    * `days`, journal lines after `journalDays` (0: keep), checking every `intervalMs`.
    * Default 30, 30, 1 h.
    */
   retention?: { days: number; journalDays: number; intervalMs: number };
+  /**
+   * Presence windows (online within onlineS, idle within offlineS), the task-owner timeout
+   * (0: off) and how often the presence job runs. Default DEFAULT_PRESENCE (60 s, 900 s, off).
+   */
+  presence?: PresenceOptions;
   /** Sends per member per second and the burst allowed (perSecond 0: no limit). Default 100, 200. */
   sendRate?: Pick<SendRateOptions, "perSecond" | "burst">;
   /**
@@ -108,6 +142,11 @@ export interface AppOptions {
    * token neither applies.
    */
   openCreateTeam?: { perMinute: number; burst: number; maxTeams: number };
+  /**
+   * After a member's Subscribe or WatchTeam stream was cut for not reading, its reopen of the
+   * same kind within this window is refused (rule slow-consumer-backoff). Default 5 s; 0: off.
+   */
+  slowConsumerBackoffMs?: number;
   /** WatchTeam streams one team may have open, per process. Default 64; 0: no limit. */
   maxWatchesPerTeam?: number;
   /** Active observers one team may have. Default 8; 0: no limit. */
@@ -146,7 +185,7 @@ export interface App {
   nodeHandler(): NodeHandler;
   /**
    * HTTP/2 streams the app serves itself, before Node builds its compatibility objects
-   * (gRPC calls of TeamService, streaming/grpc-calls.ts): give it to the HTTP server as
+   * (gRPC calls of TeamService, grpc/grpc-calls.ts): give it to the HTTP server as
    * `rawStreams`. Undefined when the fast path is turned off.
    */
   rawStreams(): RawStreams | undefined;
@@ -160,6 +199,10 @@ export interface App {
   readonly sweeper: ExpirySweeper;
   /** Deletes data past its retention age (runs on a timer until close()). */
   readonly retention: RetentionJob;
+  /** Announces presence transitions and releases absent owners' tasks (on a timer until close()). */
+  readonly presence: PresenceJob;
+  /** Fills the search index behind the sends (migration 013). */
+  readonly searchIndexer: SearchIndexer;
   /** grpc.health.v1 status (NOT_SERVING once beginStop() was called). */
   readonly health: HealthMonitor;
   /** The Prometheus instruments (GET /metrics); give them to the HTTP server too. */
@@ -185,12 +228,15 @@ export function createApp(options: AppOptions): App {
     ttlMs: options.callerCacheTtlMs ?? 10_000,
     maxEntries: 10_000,
   });
+  // Every stored message wakes its team's feed (here, or from another process through the
+  // bus): the search indexer hears the same wake-ups (migration 013).
+  const searchIndexer = startSearchIndexer({ db, logger });
   // Local wake-ups, wrapped so that other server processes on the same database hear too.
   const bus = createClusterBus({
     db,
     hub: createInboxHub(),
     waiters: createRequestWaiters(),
-    teams: createTeamHub(),
+    teams: withWakeHook(createTeamHub(), searchIndexer.poke),
     logger,
     onMemberEnded: (id) => callers.forgetMember(id),
     onMissedEvents: () => callers.clear(),
@@ -207,23 +253,28 @@ export function createApp(options: AppOptions): App {
   const deps = { db, hub, waiters, teams };
   const heartbeatIntervalMs = options.heartbeatIntervalMs ?? 15_000;
   const maxPerMember = options.maxSubscriptionsPerMember ?? 16;
-  const touch = createTouchThrottle(db, 10_000);
+  const presenceOptions = options.presence ?? DEFAULT_PRESENCE;
+  // A member is written as seen often enough for the online window to hold between writes.
+  const touch = createTouchThrottle(db, Math.min(10_000, (presenceOptions.onlineS * 1000) / 4));
   const openCreateTeam = options.openCreateTeam ?? { perMinute: 10, burst: 10, maxTeams: 1_000 };
   const throttle = createAuthThrottle(
     options.authFailures ?? { perSecond: 10, burst: 20, unknownTtlMs: 60_000 },
   );
+  const backoff = createSlowConsumerBackoff(options.slowConsumerBackoffMs ?? 5_000);
   const deliveries = createDeliveries({
     db,
     hub,
     heartbeatIntervalMs,
     maxPerMember,
     metrics,
+    backoff,
   });
   const impl = {
     ...membershipHandlers({
       ...deps,
       maxTeams: options.adminToken === undefined ? openCreateTeam.maxTeams : 0,
       maxObservers: options.maxObserversPerTeam ?? 8,
+      presence: presenceOptions,
     }),
     ...messagingHandlers({
       ...deps,
@@ -233,14 +284,27 @@ export function createApp(options: AppOptions): App {
     ...subscribeHandler(deliveries),
     ...requestHandlers(deps),
     ...taskHandlers(deps),
-    ...leaseHandlers({ db, hub, leaseTtls: options.leaseTtls ?? DEFAULT_LEASE_TTLS }),
+    ...leaseHandlers({
+      db,
+      hub,
+      leaseTtls: options.leaseTtls ?? DEFAULT_LEASE_TTLS,
+      maxLeasesPerMember: options.maxLeasesPerMember ?? DEFAULT_MAX_LEASES_PER_MEMBER,
+    }),
     ...attemptHandlers(deps),
+    ...historyHandlers({ db }),
+    ...historyExportHandlers({
+      db,
+      signingKey: options.exportSigningKey,
+      importMaxBytes: options.importMaxBytes ?? IMPORT_MAX_BYTES_DEFAULT,
+    }),
     ...watchHandler({
       db,
       teams,
       heartbeatIntervalMs,
       maxPerMember,
       maxPerTeam: options.maxWatchesPerTeam ?? 64,
+      metrics,
+      backoff,
     }),
   };
   const sweeper = startExpirySweeper({
@@ -253,6 +317,7 @@ export function createApp(options: AppOptions): App {
     logger,
     ...(options.retention ?? { days: 30, journalDays: 30, intervalMs: 3_600_000 }),
   });
+  const presence = startPresenceJob({ ...deps, logger, presence: presenceOptions });
   const health = createHealthMonitor({
     db,
     logger,
@@ -287,6 +352,8 @@ export function createApp(options: AppOptions): App {
     teams,
     sweeper,
     retention,
+    presence,
+    searchIndexer,
     health,
     metrics,
     ready: bus.ready,
@@ -298,6 +365,8 @@ export function createApp(options: AppOptions): App {
       health.shutdown();
       await sweeper.stop();
       await retention.stop();
+      await presence.stop();
+      await searchIndexer.stop();
       await bus.close();
     },
     routes(router) {
@@ -309,7 +378,17 @@ export function createApp(options: AppOptions): App {
     nodeHandler() {
       // MCP for LLM agents on the same port, its tools through these same routes.
       const mcp = createMcpEndpoint({
-        routes: (router) => app.routes(router),
+        rpcTransport: () =>
+          inProcessRpcTransport({
+            service: TeamService,
+            impl,
+            interceptors,
+            clientInterceptors: [teamErrorInterceptor],
+            // Streams (Subscribe for wait_for_messages) through a router of these routes.
+            streams: createRouterTransport((router) => app.routes(router), {
+              transport: { interceptors: [teamErrorInterceptor] },
+            }),
+          }),
         authenticate: (token, address) =>
           authenticate({ db, cache: callers, throttle }, token, address),
         readMaxBytes: READ_MAX_BYTES,
@@ -350,7 +429,6 @@ export function createApp(options: AppOptions): App {
     },
     rawStreams() {
       if (options.grpcFastPath === false) return undefined;
-      const subscribeDeps = { db, cache: callers, throttle, touch, deliveries, logger, metrics };
       return createGrpcCalls({
         service: TeamService,
         impl,
@@ -364,20 +442,6 @@ export function createApp(options: AppOptions): App {
               .set(responseCutKey, cut)
               .set(writePressureKey, pressure)
               .set(peerAddressKey, peer),
-        },
-        handWritten: {
-          accepts: isGrpcSubscribe,
-          serve: (stream, headers, guard) => {
-            // It answers every error itself; what escapes is a bug: logged, the stream
-            // reset, the process kept.
-            serveGrpcSubscribe(stream, headers, guard(), subscribeDeps).catch((err: unknown) => {
-              logger.error(
-                { event: "rpc_error", method: "Subscribe", err },
-                "stream handler failed",
-              );
-              stream.destroy();
-            });
-          },
         },
         logger,
       });

@@ -1,5 +1,10 @@
 import { Command, InvalidArgumentError, Option } from "commander";
-import { DEFAULT_BACKLOG_LIMITS, MAX_TTL_MS, MIN_TTL_MS } from "./domain/limits.js";
+import {
+  DEFAULT_BACKLOG_LIMITS,
+  IMPORT_MAX_BYTES_DEFAULT,
+  MAX_TTL_MS,
+  MIN_TTL_MS,
+} from "./domain/limits.js";
 import { ALLOWED_HOSTS_ENV } from "./http/host-guard.js";
 import { parseDatabaseUrl } from "./store/database-url.js";
 import { DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_STATEMENT_TIMEOUT_MS } from "./store/pg-database.js";
@@ -11,6 +16,8 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   adminToken: string | undefined;
+  /** EXPORT_SIGNING_KEY: an Ed25519 private key (PEM) or its file's path (environment only). */
+  exportSigningKey: string | undefined;
   /** When set, GET /metrics needs it as a bearer token (environment only, like adminToken). */
   metricsToken: string | undefined;
   heartbeatIntervalMs: number;
@@ -27,6 +34,12 @@ export interface Config {
   callerCacheTtlMs: number;
   leaseTtlDefaultS: number;
   leaseTtlMaxS: number;
+  /** Live leases one member may hold at once (0: no limit). */
+  maxLeasesPerMember: number;
+  presenceOnlineS: number;
+  presenceOfflineS: number;
+  /** 0: an absent owner keeps its tasks. */
+  taskOwnerTimeoutS: number;
   maxSubscriptionsPerMember: number;
   maxMcpWaitsPerMember: number;
   maxWatchesPerTeam: number;
@@ -43,14 +56,18 @@ export interface Config {
   headersTimeoutMs: number;
   /** A response whose client reads nothing for this long is cut (the slow-consumer guard). */
   slowConsumerTimeoutMs: number;
+  /** After such a cut, the member's reopen of that kind of stream is refused for this long. */
+  slowConsumerBackoffMs: number;
   requestTimeoutMs: number;
   /** An HTTP/2 connection with no open stream for this long is closed (GOAWAY). */
   idleConnectionTimeoutMs: number;
-  /** Open connections past which new ones are refused at accept. */
+  /** Open connections; at the cap a new one retires the longest-idle HTTP/2 connection, else is refused at accept. */
   maxConnections: number;
   sendRatePerSec: number;
   sendBurst: number;
   retentionDays: number;
+  /** The largest bundle ImportTeam loads, in bytes (its chunks summed). */
+  importMaxBytes: number;
   journalRetentionDays: number;
   retentionIntervalMs: number;
   /** Web origins whose pages may call the service (CORS); empty: none but our own console. */
@@ -145,10 +162,12 @@ const hostList = (name: string) => (value: string) =>
 
 const ADMIN_TOKEN_ENV = "TEAM_ADMIN_TOKEN";
 const METRICS_TOKEN_ENV = "METRICS_TOKEN";
+const EXPORT_SIGNING_KEY_ENV = "EXPORT_SIGNING_KEY";
 
 /**
  * Configuration from flags, then environment variables, then defaults (commander).
- * The admin and metrics tokens are read from the environment only, so they never show in `ps`.
+ * The admin and metrics tokens and the export signing key are read from the environment only,
+ * so they never show in `ps`.
  */
 export function parseConfig(
   argv: string[],
@@ -174,7 +193,7 @@ export function parseConfig(
  */
 export function configEnvNames(): string[] {
   const fromOptions = createProgram().options.flatMap((o) => (o.envVar ? [o.envVar] : []));
-  return [...fromOptions, ADMIN_TOKEN_ENV, METRICS_TOKEN_ENV];
+  return [...fromOptions, ADMIN_TOKEN_ENV, METRICS_TOKEN_ENV, EXPORT_SIGNING_KEY_ENV];
 }
 
 function createProgram(name = "team-protocols"): Command {
@@ -300,6 +319,42 @@ function createProgram(name = "team-protocols"): Command {
         .env("LEASE_TTL_MAX_S")
         .default(14_400)
         .argParser(positiveInt("LEASE_TTL_MAX_S")),
+    )
+    .addOption(
+      new Option(
+        "--max-leases-per-member <n>",
+        "live leases one member may hold at once (0: no limit)",
+      )
+        .env("MAX_LEASES_PER_MEMBER")
+        .default(64)
+        .argParser(wholeNumber("MAX_LEASES_PER_MEMBER")),
+    )
+    .addOption(
+      new Option(
+        "--presence-online-s <s>",
+        "a member seen (stream, MCP, hook or any call) within this many seconds is online",
+      )
+        .env("PRESENCE_ONLINE_S")
+        .default(60)
+        .argParser(wholeNumber("PRESENCE_ONLINE_S", 1)),
+    )
+    .addOption(
+      new Option(
+        "--presence-offline-s <s>",
+        "a member not seen for this many seconds is offline (idle before)",
+      )
+        .env("PRESENCE_OFFLINE_S")
+        .default(900)
+        .argParser(wholeNumber("PRESENCE_OFFLINE_S", 1)),
+    )
+    .addOption(
+      new Option(
+        "--task-owner-timeout-s <s>",
+        "an owner offline this many seconds has its claimed tasks released to unowned (0: never)",
+      )
+        .env("TASK_OWNER_TIMEOUT_S")
+        .default(0)
+        .argParser(positiveInt("TASK_OWNER_TIMEOUT_S")),
     )
     .addOption(
       new Option(
@@ -444,6 +499,15 @@ function createProgram(name = "team-protocols"): Command {
     )
     .addOption(
       new Option(
+        "--slow-consumer-backoff-ms <ms>",
+        "after a stream was cut for not reading, its member's reopen of that kind of stream is refused for this long (0: off)",
+      )
+        .env("SLOW_CONSUMER_BACKOFF_MS")
+        .default(5_000)
+        .argParser(wholeNumber("SLOW_CONSUMER_BACKOFF_MS")),
+    )
+    .addOption(
+      new Option(
         "--request-timeout-ms <ms>",
         "time for a whole request to arrive: HTTP/1.1 headers and body, an HTTP/2 request's body",
       )
@@ -463,7 +527,7 @@ function createProgram(name = "team-protocols"): Command {
     .addOption(
       new Option(
         "--max-connections <n>",
-        "open connections past which new ones are refused at accept (keep it under ulimit -n)",
+        "open connections; at the cap a new one retires the longest-idle HTTP/2 connection with no open stream, or is refused at accept when all have one (keep it under ulimit -n)",
       )
         .env("MAX_CONNECTIONS")
         .default(10_000)
@@ -499,6 +563,15 @@ function createProgram(name = "team-protocols"): Command {
         .env("JOURNAL_RETENTION_DAYS")
         .default(30)
         .argParser(wholeNumber("JOURNAL_RETENTION_DAYS", 0, 36_500)),
+    )
+    .addOption(
+      new Option(
+        "--import-max-bytes <bytes>",
+        "the largest bundle ImportTeam loads (all its chunks; default 4 GiB)",
+      )
+        .env("IMPORT_MAX_BYTES")
+        .default(IMPORT_MAX_BYTES_DEFAULT)
+        .argParser(wholeNumber("IMPORT_MAX_BYTES", 1)),
     )
     .addOption(
       new Option("--retention-interval-ms <ms>", "how often old data is looked for")
@@ -546,6 +619,11 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
       `LEASE_TTL_DEFAULT_S (${o.leaseTtlDefaultS}) must not exceed LEASE_TTL_MAX_S (${o.leaseTtlMaxS})`,
     );
   }
+  if (o.presenceOnlineS > o.presenceOfflineS) {
+    throw new InvalidArgumentError(
+      `PRESENCE_ONLINE_S (${o.presenceOnlineS}) must not exceed PRESENCE_OFFLINE_S (${o.presenceOfflineS})`,
+    );
+  }
   return {
     host: o.host,
     port: o.port,
@@ -553,6 +631,7 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     dataDir: o.dataDir,
     adminToken: env[ADMIN_TOKEN_ENV] || undefined,
     metricsToken: env[METRICS_TOKEN_ENV] || undefined,
+    exportSigningKey: env[EXPORT_SIGNING_KEY_ENV] || undefined,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     shutdownTtlMs: o.shutdownTtlMs,
     planApprovalTtlMs: o.planApprovalTtlMs,
@@ -567,6 +646,10 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     callerCacheTtlMs: o.callerCacheTtlMs,
     leaseTtlDefaultS: o.leaseTtlDefaultS,
     leaseTtlMaxS: o.leaseTtlMaxS,
+    maxLeasesPerMember: o.maxLeasesPerMember,
+    presenceOnlineS: o.presenceOnlineS,
+    presenceOfflineS: o.presenceOfflineS,
+    taskOwnerTimeoutS: o.taskOwnerTimeoutS,
     maxSubscriptionsPerMember: o.maxSubscriptionsPerMember,
     maxMcpWaitsPerMember: o.maxMcpWaitsPerMember,
     maxWatchesPerTeam: o.maxWatchesPerTeam,
@@ -582,12 +665,14 @@ function toConfig(o: Record<string, any>, env: NodeJS.ProcessEnv): Config {
     maxInboxBacklogBytes: o.maxInboxBacklogBytes,
     headersTimeoutMs: o.headersTimeoutMs,
     slowConsumerTimeoutMs: o.slowConsumerTimeoutMs,
+    slowConsumerBackoffMs: o.slowConsumerBackoffMs,
     requestTimeoutMs: o.requestTimeoutMs,
     idleConnectionTimeoutMs: o.idleConnectionTimeoutMs,
     maxConnections: o.maxConnections,
     sendRatePerSec: o.sendRate,
     sendBurst: o.sendBurst,
     retentionDays: o.retentionDays,
+    importMaxBytes: o.importMaxBytes,
     journalRetentionDays: o.journalRetentionDays,
     retentionIntervalMs: o.retentionIntervalMs,
     consoleAllowedOrigins: o.consoleAllowedOrigins,

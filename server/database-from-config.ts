@@ -21,7 +21,8 @@ export async function openDatabase(
       })
     : await openEmbeddedDatabase({ dataDir: config.dataDir });
   try {
-    return { db, applied: await migrate(db) };
+    const applied = await migrate(db);
+    return { db, applied };
   } catch (err) {
     await db.close().catch(() => {});
     throw err;

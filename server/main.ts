@@ -3,7 +3,9 @@ import { fileURLToPath } from "node:url";
 import { createApp } from "./app.js";
 import { type Config, parseConfig } from "./config.js";
 import { openDatabase } from "./database-from-config.js";
+import { loadSigningKey } from "./export/signing-key.js";
 import { startServer } from "./http/http-server.js";
+import { presenceIntervalMs } from "./jobs/presence.js";
 import { createLogger, type Logger } from "./logger.js";
 import { assertPortFree } from "./port-check.js";
 
@@ -33,13 +35,26 @@ export async function run(
     db,
     logger,
     adminToken: config.adminToken,
+    exportSigningKey: loadSigningKey({
+      configured: config.exportSigningKey,
+      dataDir: db.kind === "embedded" ? config.dataDir : undefined,
+    }),
+    importMaxBytes: config.importMaxBytes,
     metricsToken: config.metricsToken,
     heartbeatIntervalMs: config.heartbeatIntervalMs,
     callerCacheTtlMs: config.callerCacheTtlMs,
     leaseTtls: { defaultMs: config.leaseTtlDefaultS * 1000, maxMs: config.leaseTtlMaxS * 1000 },
+    maxLeasesPerMember: config.maxLeasesPerMember,
+    presence: {
+      onlineS: config.presenceOnlineS,
+      offlineS: config.presenceOfflineS,
+      taskOwnerTimeoutS: config.taskOwnerTimeoutS,
+      intervalMs: presenceIntervalMs(config.presenceOnlineS),
+    },
     maxSubscriptionsPerMember: config.maxSubscriptionsPerMember,
     maxMcpWaitsPerMember: config.maxMcpWaitsPerMember,
     maxWatchesPerTeam: config.maxWatchesPerTeam,
+    slowConsumerBackoffMs: config.slowConsumerBackoffMs,
     maxObserversPerTeam: config.maxObserversPerTeam,
     openCreateTeam: {
       perMinute: config.createTeamRatePerMin,

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { type DescMessage, type MessageShape, toJson } from "@bufbuild/protobuf";
 import { createTeamClient, type TeamClient } from "@team-protocols/client/team-client.js";
-import { type Protocol, protocols } from "@team-protocols/client/transport.js";
+import { type ClientKind, type Protocol, protocols } from "@team-protocols/client/transport.js";
 import { type Command, InvalidArgumentError, Option } from "commander";
 
 // What every client command shares: where the server is, who is calling, how to print.
@@ -63,12 +63,17 @@ export function connectionOptions(command: Command, as: "member" | "admin" = "me
 }
 
 /** The client a command's options describe. Member commands need a token. */
-export function clientFor(o: ConnectionOptions, as: "member" | "admin" = "member"): TeamClient {
+export function clientFor(
+  o: ConnectionOptions,
+  as: "member" | "admin" = "member",
+  /** Sent as the `team-client` header (presence's last_seen_via); unset: a plain call. */
+  clientKind?: ClientKind,
+): TeamClient {
   const token = as === "member" ? o.token : o.adminToken;
   if (as === "member" && !token) {
     throw new UsageError("no token: set TEAM_TOKEN (or pass --token) to a member's token");
   }
-  return createTeamClient({ baseUrl: o.url, token, protocol: o.protocol });
+  return createTeamClient({ baseUrl: o.url, token, protocol: o.protocol, clientKind });
 }
 
 /** Prints a result: text for people, or one JSON document for scripts. */

@@ -17,6 +17,8 @@ interface Tool {
   check: ((args: Record<string, unknown>) => string | undefined) | undefined;
   /** A stand-in's: gets the arguments unchecked (the tool it stands for checks them). */
   raw?: true;
+  /** The input's JSON Schema as tools/list gives it, made on the first list (see serve). */
+  listedSchema?: { type: "object" };
   /** `signal` aborts when the call is cancelled or its client goes away. */
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<CallToolResult>;
 }
@@ -59,7 +61,7 @@ export class ToolRegistry {
         .map(([name, t]) => ({
           name,
           description: t.description,
-          inputSchema: z.toJSONSchema(t.input) as { type: "object" },
+          inputSchema: listedSchema(t),
         })),
     }));
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
@@ -115,6 +117,15 @@ export class ToolRegistry {
     this.tools.clear();
     for (const [name, tool] of other.tools) this.tools.set(name, tool);
   }
+}
+
+/**
+ * A tool's input as JSON Schema, made once per tool: the schema never changes, and converting
+ * every tool's schema again was most of a tools/list's cost.
+ */
+function listedSchema(t: Tool): { type: "object" } {
+  t.listedSchema ??= z.toJSONSchema(t.input) as { type: "object" };
+  return t.listedSchema;
 }
 
 const inputError = (text: string): CallToolResult => ({

@@ -1,4 +1,9 @@
-import { describeRequest, instant, requestStatusWord } from "@team-protocols/client/describe.js";
+import {
+  describePresence,
+  describeRequest,
+  instant,
+  requestStatusWord,
+} from "@team-protocols/client/describe.js";
 import type { Identity } from "@team-protocols/client/identity.js";
 import {
   attemptOutcomeName,
@@ -21,6 +26,7 @@ import {
 } from "@team-protocols/contract/team/v1/records_pb.js";
 import { SendResponseSchema } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { z } from "zod";
+import { registerHistoryTools } from "./history-tools.js";
 import { registerLeaseTools } from "./lease-tools.js";
 import { messageInput, messageProblem, toMessageInit } from "./message-input.js";
 import { plain } from "./plain.js";
@@ -91,12 +97,16 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
           .string()
           .optional()
           .describe("A short preview of the message (kept for the transcript, not sent)."),
+        reply_to: z
+          .string()
+          .optional()
+          .describe('The id of the message this answers (its id="env_..."): same thread.'),
       },
     },
-    ({ to, message }) =>
+    ({ to, message, reply_to }) =>
       guarded(async () => {
         const init = toMessageInit(message);
-        const res = await client.send(to, init);
+        const res = await client.send(to, init, reply_to ? { replyTo: reply_to } : {});
         const where = res.deliveries.map((d) => `${d.to} #${d.seq}`).join(", ");
         const sent = plain(
           MessageSchema,
@@ -191,14 +201,14 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
     "list_members",
     {
       description:
-        "The team's members (active and stopped) with role, status and permission mode; you are marked. Anyone may call it.",
+        "The team's members (active and stopped) with role, status, permission mode and presence (online, idle or offline, and when and how the server last saw each); you are marked. Anyone may call it.",
     },
     () =>
       guarded(async () => {
         const members = await client.members();
         const lines = members.map(
           (m) =>
-            `${m.name}: ${memberRoleName(m.role)}, ${memberStatusName(m.status)}, mode ${permissionModeName(m.permissionMode)}${m.name === me.name ? " (you)" : ""}`,
+            `${m.name}: ${memberRoleName(m.role)}, ${memberStatusName(m.status)}, mode ${permissionModeName(m.permissionMode)}, ${describePresence(m)}${m.name === me.name ? " (you)" : ""}`,
         );
         return ok(lines.join("\n"), {
           you: me.name,
@@ -316,6 +326,7 @@ export function registerTeamTools(server: ToolRegistry, ctx: ToolContext): void 
 
   registerTaskTools(server, ctx);
   registerLeaseTools(server, ctx);
+  registerHistoryTools(server, ctx);
 
   server.registerTool(
     "journal",

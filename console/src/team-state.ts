@@ -2,6 +2,7 @@ import { RequestStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
 import type { TeamEvent } from "@team-protocols/contract/team/v1/feed_pb.js";
 import type {
   Envelope,
+  Lease,
   Member,
   RequestRecord,
 } from "@team-protocols/contract/team/v1/records_pb.js";
@@ -20,6 +21,9 @@ export interface TeamState {
   team: string;
   members: Member[];
   membersError: string | undefined;
+  /** The team's live leases (ListLeases), read again with the members. */
+  leases: Lease[];
+  leasesError: string | undefined;
   /** Pending requests, newest first. */
   pending: RequestRecord[];
   pendingError: string | undefined;
@@ -39,7 +43,8 @@ export interface TeamState {
 
 /**
  * What the console shows of the team, kept current: the member list (ListMembers, again after
- * member events and heartbeats, which is when last-seen times move), pending requests
+ * member events, presence changes among them, and heartbeats, which is when last-seen times
+ * move) and the leases with it (ListLeases), pending requests
  * (ListRequests, then kept by the feed's request events), and the feed itself.
  */
 export function useTeamState(session: Session): TeamState {
@@ -47,6 +52,8 @@ export function useTeamState(session: Session): TeamState {
   const [team, setTeam] = useState("");
   const [members, setMembers] = useState<Member[]>([]);
   const [membersError, setMembersError] = useState<string>();
+  const [leases, setLeases] = useState<Lease[]>([]);
+  const [leasesError, setLeasesError] = useState<string>();
   const [pending, setPending] = useState<Map<string, RequestRecord>>(new Map());
   const [pendingError, setPendingError] = useState<string>();
   const [events, setEvents] = useState<TeamEvent[]>([]);
@@ -64,6 +71,14 @@ export function useTeamState(session: Session): TeamState {
           setMembersError(undefined);
         },
         (err) => setMembersError(refusalText(err)),
+      );
+      // Lease changes have no feed events: read with the members, at least every heartbeat.
+      rpc.listLeases({}).then(
+        (r) => {
+          setLeases(r.leases);
+          setLeasesError(undefined);
+        },
+        (err) => setLeasesError(refusalText(err)),
       );
     }, 2_000);
     const reloadPending = () => {
@@ -176,6 +191,8 @@ export function useTeamState(session: Session): TeamState {
     team,
     members,
     membersError,
+    leases,
+    leasesError,
     pending: pendingList,
     pendingError,
     events,

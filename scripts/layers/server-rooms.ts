@@ -14,7 +14,8 @@ import { importsOf, sourceFiles } from "./source-files.js";
  *   http       server/http/: the wire plumbing (response fixes, body limits, keepalive), below
  *              the handlers, which read its context keys
  *   handlers   one file per group of RPCs
- *   streaming  gRPC on the bare HTTP/2 stream: the call pipeline
+ *   grpc       gRPC on the bare HTTP/2 stream: every gRPC call (unary and server streams)
+ *              through the one call pipeline
  *   services   health, reflection, background jobs (retention), the /mcp endpoint
  *   app        app.ts and its configuration
  *   main       the process entry point
@@ -27,7 +28,7 @@ export const rooms = [
   "interceptors",
   "http",
   "handlers",
-  "streaming",
+  "grpc",
   "services",
   "app",
   "main",
@@ -51,6 +52,8 @@ const rootFiles: Record<string, Room> = {
 /** Folders under server/ that are not a room of their own name. */
 const folderRooms: Record<string, Room> = {
   metrics: "domain",
+  // The export signing key, loaded from configuration at start.
+  export: "app",
   health: "services",
   jobs: "services",
   mcp: "services",

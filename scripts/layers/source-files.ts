@@ -14,11 +14,15 @@ export function* sourceFiles(dir: string, skip: readonly string[] = []): Generat
   }
 }
 
-// Static imports and re-exports (type-only ones included: they still couple the code),
-// imports for their side effects, and dynamic imports of a literal.
-const importPattern = /(?:(?:import|export)\s[^;"]*?from\s*|\bimport\s*\(?\s*)"([^"]+)"/g;
+// Static imports and re-exports (type-only ones included: they still couple the code) and
+// imports for their side effects, each starting a line; and dynamic imports of a literal. A
+// line start, or a call's parenthesis, keeps the words "import" and "from" in a string out.
+const importPattern =
+  /^\s*(?:(?:import|export)\s[^;"]*?from\s*|import\s*)"([^"]+)"|(?<![\w."'])import\s*\(\s*"([^"]+)"/gm;
 
 /** Every module specifier a file imports. */
 export function importsOf(file: string): string[] {
-  return [...readFileSync(file, "utf8").matchAll(importPattern)].map((m) => m[1] as string);
+  return [...readFileSync(file, "utf8").matchAll(importPattern)].map(
+    (m) => (m[1] ?? m[2]) as string,
+  );
 }

@@ -14,8 +14,8 @@
  *   `docs/**` overlaps `docs` (zero segments), and `docs/` means `docs/**`.
  *
  * Both tests are exact (no "maybe"): a path glob is a regular language and two of them
- * intersect iff the product of their automata reaches the end, which the memoised walks
- * below explore.
+ * intersect iff the product of their automata reaches the end, which the tables below
+ * decide in time bounded by the patterns' lengths.
  */
 
 export type LeaseResource =
@@ -81,61 +81,68 @@ export function leasesConflict(
 
 export type LeaseMode = "exclusive" | "shared";
 
-/** Some sequence of path segments matches both segment lists. */
+/**
+ * Some sequence of path segments matches both segment lists. A table, not a recursive walk:
+ * `ok[i][j]` says whether the rests `a[i..]` and `b[j..]` match a common sequence, filled
+ * from the ends so each cell reads only cells already known. The work is bounded by the
+ * patterns' lengths (at most 1024 × 1024 character pairs in all, segmentsIntersect below
+ * included), so no pair of resources can hold the server for long: a memoised recursion over
+ * a Map took seconds on two 1,024-character globs (bench/README.md, "Leases").
+ */
 function globsIntersect(a: string[], b: string[]): boolean {
-  const seen = new Map<number, boolean>();
-  const walk = (i: number, j: number): boolean => {
-    const key = i * (b.length + 1) + j;
-    const known = seen.get(key);
-    if (known !== undefined) return known;
-    seen.set(key, false); // a cycle adds nothing new
-    let result: boolean;
-    if (i === a.length && j === b.length) result = true;
-    else if (i === a.length) result = b.slice(j).every((s) => s === "**");
-    else if (j === b.length) result = a.slice(i).every((s) => s === "**");
-    else if (a[i] === "**" && b[j] === "**") result = walk(i + 1, j) || walk(i, j + 1);
-    // A `**` ends here (matched what it matched) or also takes the other side's segment,
-    // whatever that segment's pattern is: some concrete segment matches it.
-    else if (a[i] === "**") result = walk(i + 1, j) || walk(i, j + 1);
-    else if (b[j] === "**") result = walk(i, j + 1) || walk(i + 1, j);
-    else result = segmentsIntersect(a[i] ?? "", b[j] ?? "") && walk(i + 1, j + 1);
-    seen.set(key, result);
-    return result;
-  };
-  return walk(0, 0);
+  const w = b.length + 1;
+  const ok = new Uint8Array((a.length + 1) * w);
+  const at = (i: number, j: number) => ok[i * w + j] === 1;
+  for (let i = a.length; i >= 0; i--) {
+    for (let j = b.length; j >= 0; j--) {
+      const sa = a[i];
+      const sb = b[j];
+      let r: boolean;
+      if (sa === undefined && sb === undefined) r = true;
+      // A `**` ends here, or also takes the other side's segment, whatever that segment's
+      // pattern is (some concrete segment matches it), and goes on.
+      else if (sa === "**") r = at(i + 1, j) || (sb !== undefined && at(i, j + 1));
+      else if (sb === "**") r = at(i, j + 1) || (sa !== undefined && at(i + 1, j));
+      else if (sa === undefined || sb === undefined) r = false;
+      else r = at(i + 1, j + 1) && segmentsIntersect(sa, sb);
+      ok[i * w + j] = r ? 1 : 0;
+    }
+  }
+  return at(0, 0);
 }
 
-/** Some non-empty string without `/` matches both segment patterns. */
+/**
+ * Some non-empty string without `/` matches both segment patterns. The same table over
+ * characters: `ok[i][j]` says whether `a[i..]` and `b[j..]` match a common string. Emptiness
+ * needs no care: segments are never empty, and two patterns whose only common string were ""
+ * would both be all `*`, which match any one character too.
+ */
 function segmentsIntersect(a: string, b: string): boolean {
-  const seen = new Map<number, boolean>();
-  // Whether the rest a[i..] and b[j..] match a common string; `consumed` says whether a
-  // character was taken yet (a segment is never empty).
-  const walk = (i: number, j: number, consumed: boolean): boolean => {
-    const key = (i * (b.length + 1) + j) * 2 + (consumed ? 1 : 0);
-    const known = seen.get(key);
-    if (known !== undefined) return known;
-    seen.set(key, false);
-    const ca = a[i];
-    const cb = b[j];
-    let result = false;
-    if (ca === undefined && cb === undefined) result = consumed;
-    else if (ca === "*" && walk(i + 1, j, consumed)) result = true;
-    else if (cb === "*" && walk(i, j + 1, consumed)) result = true;
-    else if (ca !== undefined && cb !== undefined) {
-      // Both take one character: a `*` may take it and stay, `?` takes any, a literal itself.
-      const nextI = ca === "*" ? i : i + 1;
-      const nextJ = cb === "*" ? j : j + 1;
-      const wildA = ca === "*" || ca === "?";
-      const wildB = cb === "*" || cb === "?";
-      if ((wildA || wildB || ca === cb) && (nextI !== i || nextJ !== j)) {
-        result = walk(nextI, nextJ, true);
-      } else if (wildA && wildB && nextI === i && nextJ === j) {
-        // Both are `*`: they can take characters together forever; what counts is the rest.
-        result = walk(i + 1, j, true) || walk(i, j + 1, true);
+  const STAR = 42; // "*"
+  const ANY = 63; // "?"
+  const la = a.length;
+  const lb = b.length;
+  const w = lb + 1;
+  const ok = new Uint8Array((la + 1) * w);
+  ok[la * w + lb] = 1;
+  for (let i = la; i >= 0; i--) {
+    const ca = i < la ? a.charCodeAt(i) : -1;
+    for (let j = i === la ? lb - 1 : lb; j >= 0; j--) {
+      const cb = j < lb ? b.charCodeAt(j) : -1;
+      let r = 0;
+      // A `*` may take nothing more.
+      if (ca === STAR) r = ok[(i + 1) * w + j] as number;
+      if (r === 0 && cb === STAR) r = ok[i * w + j + 1] as number;
+      if (r === 0 && ca !== -1 && cb !== -1) {
+        // One character both sides take: a `*` takes it and stays, `?` takes any, a literal
+        // itself. (Two `*` taking it together and staying is this cell: it adds nothing.)
+        if (ca === STAR) {
+          if (cb !== STAR) r = ok[i * w + j + 1] as number;
+        } else if (cb === STAR) r = ok[(i + 1) * w + j] as number;
+        else if (ca === ANY || cb === ANY || ca === cb) r = ok[(i + 1) * w + j + 1] as number;
       }
+      ok[i * w + j] = r;
     }
-    seen.set(key, result);
-    return result;
-  };
-  return walk(0, 0, false);
+  }
+  return ok[0] === 1;
 }

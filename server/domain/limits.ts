@@ -35,3 +35,6 @@ export const DEFAULT_BACKLOG_LIMITS: BacklogLimits = {
   maxMessages: 10_000,
   maxBytes: 64 * 1024 * 1024,
 };
+
+/** IMPORT_MAX_BYTES when unset: 4 GiB of bundle, which ImportTeam streams (never holds whole). */
+export const IMPORT_MAX_BYTES_DEFAULT = 4 * 1024 ** 3;

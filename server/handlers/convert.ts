@@ -27,8 +27,10 @@ import {
   memberRoleWords,
   memberStatusWords,
   permissionModeWords,
+  presenceWords,
   requestKindWords,
   requestStatusWords,
+  seenViaWords,
   taskChangeWords,
   taskProgressWords,
   taskStateWords,
@@ -50,6 +52,8 @@ export function toMember(row: MemberRow): Member {
     permissionMode: permissionModeWords.valueOf(row.permissionMode),
     createdAt: timestampFromDate(row.createdAt),
     ...(row.lastSeenAt ? { lastSeenAt: timestampFromDate(row.lastSeenAt) } : {}),
+    presence: presenceWords.valueOf(row.presence),
+    ...(row.lastSeenVia ? { lastSeenVia: seenViaWords.valueOf(row.lastSeenVia) } : {}),
   });
 }
 
@@ -63,6 +67,9 @@ export function toEnvelope(team: string, m: StoredMessage): Envelope {
     sentAt: timestampFromDate(m.sentAt),
     message: fromBinary(MessageSchema, m.body),
     messageId: m.messageId,
+    id: m.envelopeId,
+    threadId: m.threadId,
+    replyTo: m.replyTo,
   });
 }
 
@@ -176,6 +183,9 @@ export function toTeamEvent(team: string, e: FeedEvent): TeamEvent {
               kind: "",
               body: e.body,
               sentAt: e.at,
+              envelopeId: e.envelopeId,
+              threadId: e.threadId,
+              replyTo: e.replyTo,
             }),
           }),
         },
@@ -223,6 +233,13 @@ export function toTeamEvent(team: string, e: FeedEvent): TeamEvent {
               status: memberStatusWords.valueOf(e.member.status),
               permissionMode: permissionModeWords.valueOf(e.member.permissionMode),
               createdAt: timestampFromDate(e.member.createdAt),
+              ...(e.member.presence ? { presence: presenceWords.valueOf(e.member.presence) } : {}),
+              ...(e.member.lastSeenAt
+                ? { lastSeenAt: timestampFromDate(e.member.lastSeenAt) }
+                : {}),
+              ...(e.member.lastSeenVia
+                ? { lastSeenVia: seenViaWords.valueOf(e.member.lastSeenVia) }
+                : {}),
             }),
           }),
         },

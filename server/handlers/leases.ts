@@ -45,8 +45,10 @@ export function leaseHandlers(deps: {
   db: Database;
   hub: InboxHub;
   leaseTtls: LeaseTtls;
+  /** 0: no limit. */
+  maxLeasesPerMember: number;
 }): LeasesImpl {
-  const { db, hub, leaseTtls } = deps;
+  const { db, hub, leaseTtls, maxLeasesPerMember } = deps;
   return {
     async acquireLease(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -57,6 +59,7 @@ export function leaseHandlers(deps: {
           caller,
           { resource: req.resource, mode, ttlSeconds: req.ttlSeconds, reason: req.reason.trim() },
           leaseTtls,
+          maxLeasesPerMember,
         ),
       );
       return create(AcquireLeaseResponseSchema, { lease: toLease(lease) });

@@ -27,6 +27,7 @@ import {
   replaceToken,
   stopMember,
 } from "../store/members.js";
+import type { PresenceWindows } from "../store/presence.js";
 import { generateToken, hashToken } from "../tokens.js";
 import { checkedByRules, toMember } from "./convert.js";
 
@@ -53,6 +54,8 @@ export function membershipHandlers(deps: {
   maxTeams?: number;
   /** Active observers one team may have; 0: no limit. */
   maxObservers?: number;
+  /** The windows ListMembers computes presence with. */
+  presence: PresenceWindows;
 }): MembershipImpl {
   const { db, hub, waiters, teams } = deps;
   return {
@@ -159,7 +162,11 @@ export function membershipHandlers(deps: {
 
     async listMembers(_req, ctx) {
       const caller = requireCaller(ctx.values);
-      const members = await listMembers(db, caller.teamId);
+      const members = await listMembers(
+        db,
+        { id: caller.teamId, name: caller.teamName },
+        deps.presence,
+      );
       return create(ListMembersResponseSchema, {
         members: members.map(toMember),
         you: caller.name,

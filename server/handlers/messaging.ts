@@ -9,10 +9,11 @@ import {
   SendResponseSchema,
   type TeamService,
 } from "@team-protocols/contract/team/v1/team_service_pb.js";
-import { requireCaller } from "../caller.js";
+import { type Caller, requireCaller } from "../caller.js";
 import type { BacklogLimits } from "../domain/limits.js";
 import { isProtocolMessage, messageAction } from "../domain/message-kinds.js";
 import { BROADCAST } from "../domain/names.js";
+import { RuleViolationError } from "../errors.js";
 import type { InboxHub } from "../inbox/hub.js";
 import type { RequestWaiters } from "../inbox/request-waiters.js";
 import type { TeamHub } from "../inbox/team-hub.js";
@@ -22,7 +23,9 @@ import type { Database } from "../store/database.js";
 import { ack, inboxPosition, readInbox } from "../store/inbox.js";
 import type { SendInput } from "../store/send.js";
 import { createSender } from "../store/sender.js";
+import { threadOfVisible } from "../store/threads.js";
 import { toEnvelope } from "./convert.js";
+import { readerOf } from "./history.js";
 
 const DEFAULT_READ_LIMIT = 100;
 const MAX_READ_LIMIT = 1000;
@@ -56,6 +59,7 @@ export function messagingHandlers(deps: {
           : undefined,
         config: protocols,
       });
+      const threadId = req.replyTo ? await replyThread(db, caller, req.replyTo) : undefined;
       const input: SendInput = {
         teamId: caller.teamId,
         sender: { id: caller.id, name: caller.name },
@@ -63,6 +67,7 @@ export function messagingHandlers(deps: {
         kind: messageAction(message),
         body: toBinary(MessageSchema, plan.message),
         ...(plan.requestId ? { requestId: plan.requestId } : {}),
+        ...(threadId ? { replyTo: req.replyTo, threadId } : {}),
         ...(plan.beforeAppend ? { beforeAppend: plan.beforeAppend } : {}),
         ...(plan.beforeCommit ? { beforeCommit: plan.beforeCommit } : {}),
         // A protocol step is journaled in its own transaction: there exactly when it happened.
@@ -121,6 +126,24 @@ export function messagingHandlers(deps: {
       return create(AckResponseSchema, { ackedSeq: await ack(db, caller.id, req.seq) });
     },
   };
+}
+
+/**
+ * The thread a reply joins: its parent's, which must be a message the sender may read (what
+ * GetThread would show it). Messages are never changed, only deleted by retention, so this
+ * read needs no lock: a parent deleted meanwhile leaves a reply in a thread of its own past.
+ */
+async function replyThread(db: Database, caller: Caller, replyTo: string): Promise<string> {
+  const thread = await threadOfVisible(db, readerOf(caller), replyTo);
+  if (thread === undefined) {
+    throw new RuleViolationError(
+      "known-reply-to",
+      "not-found",
+      `no message "${replyTo}" you may read to reply to (an Envelope's id)`,
+      "reply_to",
+    );
+  }
+  return thread;
 }
 
 /** Identifies a message for message_id reuse checks: the addressee and the exact bytes. */

@@ -19,6 +19,7 @@ import { inboxPosition, type StoredMessage } from "../store/inbox.js";
 import { createInboxReader, type InboxReader } from "../store/read-batcher.js";
 import { toEnvelope } from "./convert.js";
 import { deadlineError, throwIfDeadlinePassed } from "./deadline.js";
+import type { SlowConsumerBackoff } from "./slow-consumer-backoff.js";
 
 /** Rows read per query at most. */
 const BATCH = 256;
@@ -40,6 +41,8 @@ export interface SubscribeOptions {
   /** Subscriptions one member may hold open at once in this process. */
   maxPerMember: number;
   metrics?: Metrics | undefined;
+  /** Refuses a member's reopen for a while after its stream was cut for not reading. */
+  backoff?: SlowConsumerBackoff | undefined;
 }
 
 interface PageEnd {
@@ -62,7 +65,7 @@ interface StreamState {
   blocked: boolean;
 }
 
-/** What a Subscribe call yields, whichever way it is served (connect, or the gRPC fast path). */
+/** What a Subscribe call yields, over every protocol (subscribeHandler below serves it). */
 export type Deliveries = (
   caller: Caller,
   request: SubscribeRequest,
@@ -81,7 +84,7 @@ export type Deliveries = (
  * read, so no commit can fall between the read and the wait.
  */
 export function createDeliveries(options: SubscribeOptions): Deliveries {
-  const { db, hub, heartbeatIntervalMs, maxPerMember, metrics } = options;
+  const { db, hub, heartbeatIntervalMs, maxPerMember, metrics, backoff } = options;
   // Shared by every subscription of this process: reads woken together go together (one
   // reader per page size: a query has one byte limit).
   const readers: InboxReader[] = PAGE_BYTES.map((maxBytes) =>
@@ -91,6 +94,7 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
     // Streams do not pass the rules interceptor (it reads unary requests): the same table,
     // applied here.
     checkRules({ method: TeamService.method.subscribe, request: req, caller });
+    backoff?.check("Subscribe", caller.id, caller.name);
     // Each stream holds a subscription, a generator and its write buffer while its client
     // does not read: one token must not be able to open them without bound (bench
     // "stalled" opens thousands).
@@ -104,7 +108,14 @@ export function createDeliveries(options: SubscribeOptions): Deliveries {
     const subscription = hub.open(caller.id, signals.call);
     // Also released when the server cuts a client that stopped reading: the generator
     // may then be stuck in a write that never settles, but the hub forgets it at once.
-    signals.cut?.addEventListener("abort", () => subscription.close(), { once: true });
+    signals.cut?.addEventListener(
+      "abort",
+      () => {
+        subscription.close();
+        backoff?.cut("Subscribe", caller.id);
+      },
+      { once: true },
+    );
     const state: StreamState = {
       subscription,
       pressure: signals.pressure,

@@ -22,7 +22,7 @@ export type NodeHandler = (req: NodeRequest, res: NodeResponse) => void;
 
 /**
  * Request encodings accepted (and offered to responses), in connect-node's default order;
- * the gRPC calls on the bare stream accept the same (streaming/grpc-calls.ts).
+ * the gRPC calls on the bare stream accept the same (grpc/grpc-calls.ts).
  */
 export const ACCEPT_COMPRESSION = [compressionGzip, compressionBrotli];
 

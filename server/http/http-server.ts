@@ -4,7 +4,12 @@ import net from "node:net";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
-import { closeWhenIdle } from "./idle-connections.js";
+import {
+  closeWhenIdle,
+  IdleConnections,
+  idleSocket,
+  trackHttp1Requests,
+} from "./idle-connections.js";
 import { finishUnreadRequestBodies } from "./oversized-request-bodies.js";
 import { guardSlowConsumer, guardSlowStream } from "./slow-consumer-guard.js";
 import { timeOutUnfinishedBody } from "./unfinished-bodies.js";
@@ -54,7 +59,12 @@ export interface ServerOptions {
   requestTimeoutMs?: number;
   /** An HTTP/2 connection with no open stream for this long is closed (GOAWAY). Default 5 min. */
   idleConnectionTimeoutMs?: number;
-  /** Open connections (of every protocol) past which new ones are refused at accept. Default 10,000. */
+  /**
+   * Open connections (of every protocol). At the cap, a new one retires the longest-idle
+   * connection that serves no call (an HTTP/2 one with no open stream gets GOAWAY; one that
+   * has said nothing yet, or an HTTP/1.1 one between requests, is closed); it is refused at
+   * accept only when there is none to retire. Default 10,000.
+   */
   maxConnections?: number;
   /** Concurrent streams a client may open on one HTTP/2 connection (SETTINGS). Default 256. */
   maxStreamsPerConnection?: number;
@@ -127,7 +137,20 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   };
 
   const headersTimeoutMs = options.headersTimeoutMs ?? 10_000;
+  // Node refuses a request timeout shorter than the headers timeout (the headers are part of
+  // the request): a shorter one is raised to it, and said so at start, not silently.
   const requestTimeoutMs = Math.max(options.requestTimeoutMs ?? 60_000, headersTimeoutMs);
+  if (requestTimeoutMs !== (options.requestTimeoutMs ?? 60_000)) {
+    logger.warn(
+      {
+        event: "request_timeout_raised",
+        requestTimeoutMs: options.requestTimeoutMs,
+        headersTimeoutMs,
+        effectiveMs: requestTimeoutMs,
+      },
+      "REQUEST_TIMEOUT_MS is shorter than HEADERS_TIMEOUT_MS: requests get HEADERS_TIMEOUT_MS",
+    );
+  }
   const h1 = http.createServer(
     {
       headersTimeout: headersTimeoutMs,
@@ -176,30 +199,90 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const metrics = options.metrics;
   // After the listeners above (the first 'stream' listener is Node's compatibility one).
   if (metrics) h2.on("stream", (stream) => stream.once("close", metrics.streamOpened()));
+  // One log line per second at most, with the count and the last path: thousands of streams
+  // opened together expire together, and a synchronous line each (pino writes to stderr)
+  // made the burst of resets longer by as much again.
+  let lastTimedOutPath: string | undefined;
+  const timeouts = logEvery(1_000, (reset) =>
+    logger.warn(
+      { event: "request_timeout", path: lastTimedOutPath, timeoutMs: requestTimeoutMs, reset },
+      "reset HTTP/2 requests whose body did not finish within REQUEST_TIMEOUT_MS",
+    ),
+  );
   // HTTP/1.1's requestTimeout, for HTTP/2 request bodies (Node has none for them).
   h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders) =>
     timeOutUnfinishedBody(stream, headers, requestTimeoutMs, () => {
       metrics?.refused("request-timeout", "limit");
-      logger.warn(
-        { event: "request_timeout", path: headers[":path"], timeoutMs: requestTimeoutMs },
-        "reset an HTTP/2 request whose body did not finish within REQUEST_TIMEOUT_MS",
-      );
+      lastTimedOutPath = headers[":path"];
+      timeouts();
     }),
   );
   const idleConnectionMs = options.idleConnectionTimeoutMs ?? 300_000;
   const sockets = new Set<net.Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
+  // Every connection that serves no call, of any protocol: MAX_CONNECTIONS retires these.
+  const idleConnections = new IdleConnections();
+  trackHttp1Requests(h1, idleConnections);
   h2.on("session", (session) => {
     sessions.add(session);
     if (!session.destroyed) session.setLocalWindowSize(CONNECTION_RECEIVE_WINDOW);
     session.once("close", () => sessions.delete(session));
     keepSessionAlive(session, keepaliveMs);
-    closeWhenIdle(session, idleConnectionMs, () => metrics?.refused("idle-connection", "limit"));
+    closeWhenIdle(
+      session,
+      idleConnectionMs,
+      () => metrics?.refused("idle-connection", "limit"),
+      idleConnections,
+    );
     if (stopping) session.close();
   });
   h2.on("sessionError", () => {});
 
+  const maxConnections = options.maxConnections ?? 10_000;
+  // Connections retired to admit a new one whose socket has not closed yet: not counted.
+  let retiring = 0;
+  // One log line per second at most, with the count, so that a flood of connections is not
+  // also a flood of log lines; every eviction and refusal is counted in the metrics.
+  const evictions = logEvery(1_000, (evicted) =>
+    logger.warn(
+      { event: "connection_evicted", limit: "MAX_CONNECTIONS", max: maxConnections, evicted },
+      "retired the longest-idle connections (HTTP/2 GOAWAY; silent or between-requests HTTP/1.1 closed) to admit new ones: MAX_CONNECTIONS are open",
+    ),
+  );
+  const drops = logEvery(1_000, (dropped) =>
+    logger.warn(
+      { event: "connection_refused", limit: "MAX_CONNECTIONS", max: maxConnections, dropped },
+      "refused new connections: MAX_CONNECTIONS are open and each is serving a call",
+    ),
+  );
+  /**
+   * At the cap, a connection that serves no call makes way for a new one: idle connections
+   * held by one client must not lock out everyone else. That includes a connection that has
+   * said nothing yet (it would hold its place for HEADERS_TIMEOUT_MS) and an HTTP/1.1 one
+   * between requests. Refused only when every connection is serving a call.
+   */
+  const admit = (): boolean => {
+    if (sockets.size - retiring < maxConnections) return true;
+    const victim = idleConnections.takeLongestIdle();
+    if (!victim) {
+      metrics?.refused("max-connections", "limit");
+      drops();
+      return false;
+    }
+    retiring++;
+    victim.onceClosed(() => retiring--);
+    metrics?.refused("max-connections-evicted", "limit");
+    evictions();
+    victim.retire(); // GOAWAY, or the socket destroyed: nothing is served on it
+    return true;
+  };
+
   const tcp = net.createServer((socket) => {
+    if (!admit()) {
+      socket.on("error", () => {});
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
@@ -208,29 +291,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     // Without it, a response's last small write (e.g. one held until the request body is
     // in) waited for the client's delayed ACK, 40 ms.
     socket.setNoDelay(true);
-    // A connection that does not show its protocol in time holds nothing any longer.
+    // A connection that does not show its protocol in time holds nothing any longer; until
+    // then it is idle (the first to make way at MAX_CONNECTIONS).
     const sniffing = setTimeout(() => socket.destroy(), headersTimeoutMs);
-    socket.once("close", () => clearTimeout(sniffing));
+    idleConnections.markIdle(socket, idleSocket(socket));
+    socket.once("close", () => {
+      clearTimeout(sniffing);
+      idleConnections.markBusy(socket);
+    });
     routeBySniffing(socket, (isH2) => {
       clearTimeout(sniffing);
+      // HTTP/2: its session is tracked instead. HTTP/1.1: idle again once its requests are
+      // answered (trackHttp1Requests); until its first request comes, as new as it gets.
+      if (isH2) idleConnections.markBusy(socket);
+      else idleConnections.markIdle(socket, idleSocket(socket));
       if (metrics) socket.once("close", metrics.connectionOpened(isH2 ? "2" : "1.1"));
       (isH2 ? h2 : h1).emit("connection", socket);
     });
-  });
-
-  // Past the cap, Node closes a new connection at accept and says so ('drop'): it holds no
-  // descriptor for longer than that. One log line per second at most, with the count, so
-  // that a flood of connections is not also a flood of log lines.
-  tcp.maxConnections = options.maxConnections ?? 10_000;
-  const drops = logEvery(1_000, (dropped) =>
-    logger.warn(
-      { event: "connection_refused", limit: "MAX_CONNECTIONS", max: tcp.maxConnections, dropped },
-      "refused new connections: MAX_CONNECTIONS are open",
-    ),
-  );
-  tcp.on("drop", () => {
-    metrics?.refused("max-connections", "limit");
-    drops();
   });
 
   await new Promise<void>((resolve, reject) => {

@@ -28,8 +28,9 @@ export interface OriginGuard {
  * that: a request a browser sends without asking first (a form-like POST, a call from a
  * page that never reads the answer) reaches no handler either.
  *
- * The gRPC Subscribe fast path (HTTP/2 with prior knowledge) does not pass here: browsers
- * speak cleartext HTTP/1.1 only, and its content type would need a preflight, refused here.
+ * gRPC calls on the bare HTTP/2 stream (prior knowledge, server/grpc/) do not pass
+ * here: browsers speak cleartext HTTP/1.1 only, and their content type would need a
+ * preflight, refused here.
  */
 export function createOriginGuard(allowedOrigins: readonly string[]): OriginGuard {
   const allowed = new Set(allowedOrigins.map((o) => o.toLowerCase()));

@@ -187,6 +187,7 @@ export function createClusterBus(options: {
       return local.size;
     },
     countOf: (memberId) => local.countOf(memberId),
+    memberIds: () => local.memberIds(),
     get waiting() {
       return local.waiting;
     },

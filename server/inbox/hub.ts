@@ -36,6 +36,8 @@ export interface InboxHub {
   readonly size: number;
   /** Open subscriptions of one member in this process. */
   countOf(memberId: number): number;
+  /** The members with an open subscription in this process (presence sees them as online). */
+  memberIds(): number[];
   /**
    * Subscriptions parked in wait() (read up to date, waiting for a wake-up): a test hook, so
    * that a test sends only once a stream can receive the message live, not as backlog.
@@ -144,6 +146,9 @@ export function createInboxHub(): InboxHub {
     },
     countOf(memberId) {
       return byMember.get(memberId)?.size ?? 0;
+    },
+    memberIds() {
+      return [...byMember.keys()];
     },
     get waiting() {
       return waiting;

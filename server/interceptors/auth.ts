@@ -3,7 +3,8 @@ import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js
 import { type Caller, callerKey } from "../caller.js";
 import { DomainError, LimitError } from "../errors.js";
 import type { Database } from "../store/database.js";
-import { findMemberByTokenHash, touchMember } from "../store/members.js";
+import { findMemberByTokenHash, type SeenVia } from "../store/members.js";
+import { markSeen } from "../store/presence.js";
 import { isWellFormedToken, secretsEqual, tokenHashHex } from "../tokens.js";
 import { type AuthThrottle, peerAddressKey } from "./auth-throttle.js";
 import type { CallerCache } from "./caller-cache.js";
@@ -20,8 +21,8 @@ export interface AuthOptions {
   touchIntervalMs?: number;
   /** Active callers by token; without it every call looks its token up. */
   cache?: CallerCache;
-  /** Records activity (createTouchThrottle); one per process, shared with the fast paths. */
-  touch?: (memberId: number) => void;
+  /** Records activity (createTouchThrottle); one per process. */
+  touch?: Touch;
   /** Failed look-ups per client address (auth-throttle.ts); one per process. */
   throttle?: AuthThrottle | undefined;
   /**
@@ -33,8 +34,9 @@ export interface AuthOptions {
 
 /**
  * Resolves `Authorization: Bearer <token>` to the calling member and puts it in the call's
- * context values (see caller.ts). Every TeamService call but CreateTeam needs an active
- * member's token; CreateTeam is open unless an admin token is configured.
+ * context values (see caller.ts). Every TeamService call but CreateTeam and ImportTeam needs
+ * an active member's token; those two (each makes a new team) are open unless an admin token
+ * is configured, and held to the same rate per client address when open.
  */
 export function authInterceptor(options: AuthOptions): Interceptor {
   const touch = options.touch ?? createTouchThrottle(options.db, options.touchIntervalMs ?? 10_000);
@@ -45,12 +47,13 @@ export function authInterceptor(options: AuthOptions): Interceptor {
   });
   return (next) => async (req) => {
     const token = bearerToken(req.header.get("authorization"));
-    if (req.method === TeamService.method.createTeam) {
+    const method = req.method;
+    if (method === TeamService.method.createTeam || method === TeamService.method.importTeam) {
       if (options.adminToken !== undefined) {
         if (token === undefined || !secretsEqual(token, options.adminToken)) {
           throw new DomainError(
             "unauthenticated",
-            "CreateTeam needs the admin token: this server has TEAM_ADMIN_TOKEN set",
+            `${method.name} needs the admin token: this server has TEAM_ADMIN_TOKEN set`,
           );
         }
       } else if (rate.perMinute > 0) {
@@ -69,7 +72,12 @@ export function authInterceptor(options: AuthOptions): Interceptor {
     }
     const caller = await authenticate(options, token, req.contextValues.get(peerAddressKey));
     req.contextValues.set(callerKey, caller);
-    touch(caller.id);
+    touch(
+      caller.id,
+      req.method === TeamService.method.subscribe
+        ? "stream"
+        : seenViaHeader(req.header.get(TEAM_CLIENT_HEADER)),
+    );
     return next(req);
   };
 }
@@ -137,24 +145,42 @@ export function bearerToken(header: string | null | undefined): string | undefin
   return match ? match[1] : header.trim() === "" ? undefined : "";
 }
 
+/**
+ * The header a client names itself by (`team-client: mcp` from the MCP bridge, `hook` from
+ * `team hook` and the git hook): what presence says the member was seen through. Anything
+ * else, or none, is a plain call ("rpc"). Not a credential: it only labels the caller's own
+ * last_seen_via.
+ */
+export const TEAM_CLIENT_HEADER = "team-client";
+
+export function seenViaHeader(value: string | null | undefined): SeenVia {
+  const v = value?.trim().toLowerCase();
+  return v === "mcp" || v === "hook" ? v : "rpc";
+}
+
+/** Records that a member was seen, and how (throttled: see createTouchThrottle). */
+export type Touch = (memberId: number, via: SeenVia) => void;
+
 // last_seen_at is a write; doing it on every call would double the write load of reads.
-// Batched: ids collected, written together at most once per interval per member.
-export function createTouchThrottle(db: Database, intervalMs: number): (memberId: number) => void {
-  const lastWritten = new Map<number, number>();
-  let pending = new Set<number>();
+// Batched: seen members collected, written together, at most once per interval per member
+// and way (so a stream's member also seen through MCP records both, in turn).
+export function createTouchThrottle(db: Database, intervalMs: number): Touch {
+  const lastWritten = new Map<string, number>();
+  let pending = new Map<number, SeenVia>();
   let scheduled = false;
-  return (memberId) => {
+  return (memberId, via) => {
     const now = Date.now();
-    if (now - (lastWritten.get(memberId) ?? 0) < intervalMs) return;
-    lastWritten.set(memberId, now);
-    pending.add(memberId);
+    const key = `${memberId}:${via}`;
+    if (now - (lastWritten.get(key) ?? 0) < intervalMs) return;
+    lastWritten.set(key, now);
+    pending.set(memberId, via);
     if (scheduled) return;
     scheduled = true;
     setImmediate(() => {
-      const ids = [...pending];
-      pending = new Set();
+      const seen = pending;
+      pending = new Map();
       scheduled = false;
-      touchMember(db, ids).catch(() => {
+      markSeen(db, seen).catch(() => {
         // Best effort: a lost last-seen update is not worth failing or logging a call for.
       });
     });

@@ -153,7 +153,7 @@ function refusalLogOf(logger: Logger): RefusalLog {
 export function errorMappingInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
     // Whether the client went away matters only for errors that are not answers; a refusal
-    // does not look, so a refused call never makes its lazy signal (streaming/grpc-call-context.ts).
+    // does not look, so a refused call never makes its lazy signal (grpc/grpc-call.ts).
     const mapped = (err: unknown) =>
       reportCallError(
         logger,

@@ -15,10 +15,9 @@ const codeNames: Partial<Record<Code, string>> = Object.fromEntries(
 /**
  * Counts a call's end by method and code, and a refusal by its rule or limit. `err` is the
  * Connect error the call ended with (its cause the domain error that refused it), or
- * undefined for a success. Used by the interceptor below and by the gRPC Subscribe fast
- * path, which passes no interceptor.
+ * undefined for a success.
  */
-export function observeCallEnd(metrics: Metrics, method: string, err: unknown): void {
+function observeCallEnd(metrics: Metrics, method: string, err: unknown): void {
   if (err === undefined) {
     metrics.callEnded(method, "ok");
     return;
@@ -47,8 +46,7 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
           onEnd(end) {
             // A stream the client leaves is closed by return(): neither ended nor thrown. A
             // handler that ends its stream because the call's signal aborted (the client
-            // left, e.g. Subscribe's loop) is not a success either: counted as the gRPC fast
-            // path counts it (test/wire/call-pipeline.test.ts compares the two).
+            // left, e.g. Subscribe's loop) is not a success either: counted as canceled.
             const outcome =
               end.kind === "error"
                 ? end.error

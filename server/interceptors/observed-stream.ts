@@ -99,7 +99,7 @@ class ObservedIterator<T> implements AsyncIterableIterator<T> {
  * A stream response whose messages are seen through `hooks`, for an interceptor: a copy of
  * `res` made from its property descriptors, not with a spread, which would read every
  * property: on the gRPC bare-stream path the headers and trailers are accessors that make
- * them only when read (streaming/grpc-call-context.ts), and an idle stream would then hold
+ * them only when read (grpc/call-objects.ts), and an idle stream would then hold
  * two Headers for nothing.
  */
 export function observeResponse<R extends { readonly message: AsyncIterable<unknown> }>(

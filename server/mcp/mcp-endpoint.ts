@@ -1,9 +1,5 @@
 import type http from "node:http";
-import { type ConnectRouter, createRouterTransport, type Transport } from "@connectrpc/connect";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { createTeamClient } from "@team-protocols/client/team-client.js";
-import { teamErrorInterceptor } from "@team-protocols/client/team-error.js";
-import { createTeamMcpServer, httpConfig } from "@team-protocols/mcp/team-mcp-server.js";
+import type { Transport } from "@connectrpc/connect";
 import { type InboxCursor, newInboxCursor } from "@team-protocols/mcp/wait-for-messages.js";
 import type { Caller } from "../caller.js";
 import { LimitError } from "../errors.js";
@@ -11,13 +7,24 @@ import type { NodeHandler } from "../http/connect-adapter.js";
 import { bearerToken } from "../interceptors/auth.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
+import { readMcpPost } from "./json-request-transport.js";
+import { createInstancePool } from "./mcp-server-pool.js";
 import { type WaitCount, waitCount } from "./mcp-waits.js";
+import {
+  buildMemberMcpServer,
+  type MemberMcpServer,
+  memberKey,
+  type RequestBinding,
+} from "./member-mcp-server.js";
 
 export const MCP_PATH = "/mcp";
 
 export interface McpEndpointOptions {
-  /** The app's routes: tool calls run through every interceptor an RPC does. */
-  routes(router: ConnectRouter): void;
+  /**
+   * The service in-process (made once, on the first request): tool calls run through every
+   * interceptor an RPC does (in-process-rpc.ts).
+   */
+  rpcTransport(): Transport;
   /** The server's own token check (auth interceptor); throws with the reason. */
   authenticate(token: string | undefined, address: string | undefined): Promise<Caller>;
   /** The request body limit of the RPCs. */
@@ -35,25 +42,28 @@ type Res = Parameters<NodeHandler>[1];
 // oldest is forgotten first, which only means a crash-like restart of its at-least-once.
 const MAX_CURSORS = 10_000;
 
+// Built MCP servers kept idle for reuse: per member, as many as it usually has requests at
+// once; in all, enough for the members active at a time (each server holds its tools).
+const MAX_IDLE_SERVERS_PER_MEMBER = 8;
+const MAX_IDLE_SERVERS = 256;
+
 /** The limit's name in refusals and metrics. */
 export const MCP_WAITS_LIMIT = "mcp-waits-per-member";
 
 /**
- * `/mcp`: the team's MCP tools over Streamable HTTP, stateless (an MCP server and transport
- * per request; the in-process RPC transport under them is made once). The member is the
+ * `/mcp`: the team's MCP tools over Streamable HTTP, stateless (no session: each POST is
+ * served on its own by one of the member's MCP servers, built once and reused, never by two
+ * POSTs at once; the in-process RPC transport under them is made once). The member is the
  * bearer token's, checked as for RPCs; the tools call the service in-process through the
  * same routes and interceptors, so every rule is the server's, never the bridge's.
  */
 export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
   const maxWaits = o.maxWaitsPerMember ?? 4;
-  // Building a router (every service, its interceptors) was most of a call's cost when it was
-  // done per request: it depends on nothing of the request, so it is made once. What does (the
-  // caller's token) is added to each call's headers by authenticated() below.
+  // Building the transport (every method's interceptor chain) was most of a call's cost when
+  // it was done per request: it depends on nothing of the request, so it is made once. What
+  // does (the caller's token) is added to each call's headers (member-mcp-server.ts).
   let shared: Transport | undefined;
-  const rpcTransport = () =>
-    (shared ??= createRouterTransport(o.routes, {
-      transport: { interceptors: [teamErrorInterceptor] },
-    }));
+  const rpcTransport = () => (shared ??= o.rpcTransport());
   // Pending wait_for_messages calls per member. They run one at a time per member (the
   // cursor's queue), so past a few more only hold memory (an MCP server, a request, a
   // response each): refused at once instead.
@@ -67,6 +77,29 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
       if (cursors.size > MAX_CURSORS) cursors.delete(cursors.keys().next().value as number);
     }
     return c;
+  };
+  // Built servers of members, idle between requests (building one was most of a call's
+  // cost). Taken for one request and given back once it was answered. A server is reused
+  // only for the identity it was built for (memberKey) and holds no token; those of a member
+  // gone or changed are never taken again and age out of the pool.
+  const pool = createInstancePool<MemberMcpServer>({
+    maxIdlePerKey: MAX_IDLE_SERVERS_PER_MEMBER,
+    maxIdle: MAX_IDLE_SERVERS,
+    close: (member) => member.close(),
+  });
+  const checkOut = async (caller: Caller, binding: RequestBinding) => {
+    const key = memberKey(caller);
+    const cursor = cursorOf(caller.id, caller.name);
+    for (let member = pool.take(key); member; member = pool.take(key)) {
+      // Its cursor forgotten since (MAX_CURSORS): the member's one cursor is the new one.
+      if (member.cursor !== cursor) {
+        member.close();
+        continue;
+      }
+      member.binding = binding;
+      return member;
+    }
+    return buildMemberMcpServer(caller, rpcTransport(), cursor, binding);
   };
   const serve = async (req: Req, res: Res) => {
     if (req.method !== "POST") {
@@ -112,27 +145,30 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
         else waits.delete(caller.id);
       });
     }
-    const client = createTeamClient({
-      baseUrl: `http://${req.headers.host ?? "localhost"}`,
-      transport: authenticated(rpcTransport(), `Bearer ${token}`),
+    const read = readMcpPost(req.headers, parsed);
+    if ("status" in read) return answer(res, read.status, read.message, {}, read.code);
+    const binding = {
+      authorization: `Bearer ${token}`,
+      mcpUrl: `http://${req.headers.host ?? "HOST:8080"}${MCP_PATH}`,
+    };
+    const member = await checkOut(caller, binding);
+    let answered = false;
+    res.once("close", () => {
+      // Gone before its answers: the server's work for it is cut short, and a server cut
+      // short is not reused.
+      if (!answered) member.close();
     });
-    const mcpUrl = `http://${req.headers.host ?? "HOST:8080"}${MCP_PATH}`;
-    const server = createTeamMcpServer({
-      client,
-      me: { team: caller.teamName, name: caller.name, role: caller.role, lead: caller.lead.name },
-      cursor: cursorOf(caller.id, caller.name),
-      configFor: (newToken) => httpConfig(mcpUrl, newToken),
-    });
-    const transport = new StreamableHTTPServerTransport({
-      // No sessionIdGenerator: stateless. JSON answers: no SSE stream to keep open.
-      enableJsonResponse: true,
-    });
-    res.on("close", () => {
-      void transport.close();
-      void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req as http.IncomingMessage, res as http.ServerResponse, parsed);
+    const exchange = await member.transport.exchange(read.messages, req.headers);
+    if (exchange.status === "closed") return;
+    answered = true;
+    if (exchange.status === 202) {
+      res.writeHead(202);
+      res.end();
+    } else {
+      (res as http.ServerResponse).writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(exchange.body));
+    }
+    pool.give(member.key, member);
   };
   return (req, res) => {
     serve(req, res).catch((err: unknown) => {
@@ -140,21 +176,6 @@ export function createMcpEndpoint(o: McpEndpointOptions): NodeHandler {
       if (!res.headersSent) answer(res, 500, "internal error");
       else res.destroy();
     });
-  };
-}
-
-/** `transport`, each call carrying `authorization` (the auth interceptor checks it). */
-function authenticated(transport: Transport, authorization: string): Transport {
-  const withAuth = (header: Parameters<Transport["unary"]>[3]) => {
-    const headers = new Headers(header);
-    headers.set("authorization", authorization);
-    return headers;
-  };
-  return {
-    unary: (method, signal, timeoutMs, header, input, contextValues) =>
-      transport.unary(method, signal, timeoutMs, withAuth(header), input, contextValues),
-    stream: (method, signal, timeoutMs, header, input, contextValues) =>
-      transport.stream(method, signal, timeoutMs, withAuth(header), input, contextValues),
   };
 }
 

@@ -30,6 +30,8 @@ export interface Metrics {
   streamBlocked(delta: 1 | -1): void;
   /** Message bytes subscriptions have read and not yet written out: + at a read, - after. */
   pageBytesHeld(delta: number): void;
+  /** Feed bytes WatchTeam streams have read and not yet written out: + at a read, - after. */
+  watchPageBytesHeld(delta: number): void;
   /** A connection was routed to HTTP/1.1 or HTTP/2; call the result when it closes. */
   connectionOpened(httpVersion: "1.1" | "2"): () => void;
   /** An HTTP/2 stream opened; call the result when it closes. */
@@ -96,6 +98,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   // Plain numbers, moved on every message: the gauges read them at a scrape.
   let blockedStreams = 0;
   let heldBytes = 0;
+  let watchHeldBytes = 0;
   new Gauge({
     name: "team_subscribe_streams_blocked",
     help: "Subscriptions whose last write waits for the client to read (HTTP/2 window full)",
@@ -112,6 +115,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registers,
     collect() {
       this.set(heldBytes);
+    },
+  });
+  new Gauge({
+    name: "team_watch_page_bytes_held",
+    help:
+      "Body bytes of team feed events WatchTeam streams read from the database and have not " +
+      "written out yet (a stream whose client stopped reading lets go of its page)",
+    registers,
+    collect() {
+      this.set(watchHeldBytes);
     },
   });
   const connections = new Gauge({
@@ -236,6 +249,9 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     pageBytesHeld: (delta) => {
       heldBytes += delta;
+    },
+    watchPageBytesHeld: (delta) => {
+      watchHeldBytes += delta;
     },
     connectionOpened(httpVersion) {
       connections.inc({ http_version: httpVersion });

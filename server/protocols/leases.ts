@@ -9,7 +9,7 @@ import {
   parseLeaseResource,
   resourcesOverlap,
 } from "../domain/lease-patterns.js";
-import { DomainError, RuleViolationError } from "../errors.js";
+import { DomainError, LimitError, RuleViolationError } from "../errors.js";
 import { recordAttempt } from "../store/attempts.js";
 import type { Queryable } from "../store/database.js";
 import {
@@ -32,6 +32,13 @@ export interface LeaseTtls {
 }
 
 export const DEFAULT_LEASE_TTLS: LeaseTtls = { defaultMs: 10 * 60_000, maxMs: 4 * 3_600_000 };
+
+/**
+ * Live leases one member may hold (MAX_LEASES_PER_MEMBER): every acquire compares its pattern
+ * with each live lease of the team, so one token holding thousands of worst-case globs would
+ * make every later acquire and ListLeases filter slow for the whole team.
+ */
+export const DEFAULT_MAX_LEASES_PER_MEMBER = 64;
 
 /** A lease id: "lease_" and 96 random bits. */
 const newLeaseId = () => `lease_${randomBytes(12).toString("base64url")}`;
@@ -78,18 +85,30 @@ function held(wanted: string, mode: LeaseMode, other: LeaseRow): RuleViolationEr
 /**
  * AcquireLease, inside one transaction: the team's lease lock first (store/leases.ts), then
  * the live leases are read and checked against the wanted one, so two overlapping acquires
- * cannot both pass. A member's own leases never conflict with each other.
+ * cannot both pass, nor two acquires of one member both take its last place under
+ * `maxPerMember` (0: no limit). A member's own leases never conflict with each other.
  */
 export async function acquireLease(
   tx: Queryable,
   caller: Caller,
   req: { resource: string; mode: LeaseMode; ttlSeconds: number; reason: string },
   ttls: LeaseTtls,
+  maxPerMember = DEFAULT_MAX_LEASES_PER_MEMBER,
 ): Promise<LeaseRow> {
   const resource = resourceOf(req.resource);
   const ttlMs = ttlOf(req.ttlSeconds, ttls);
   await lockTeamLeases(tx, caller.teamId);
-  for (const other of await liveLeases(tx, caller.teamId)) {
+  const live = await liveLeases(tx, caller.teamId);
+  // Counted before any pattern is compared: the cap is what bounds that comparison.
+  const mine = live.filter((l) => l.holderId === caller.id).length;
+  if (maxPerMember > 0 && mine >= maxPerMember) {
+    throw new LimitError(
+      "leases-per-member",
+      `member ${JSON.stringify(caller.name)} already holds ${mine} live leases (MAX_LEASES_PER_MEMBER ${maxPerMember}); ` +
+        "release one (ReleaseLease) or renew one you hold instead of acquiring another",
+    );
+  }
+  for (const other of live) {
     if (other.holderId === caller.id) continue;
     const theirs = { resource: resourceOf(other.resource), mode: other.mode };
     if (leasesConflict({ resource, mode: req.mode }, theirs)) {

@@ -32,6 +32,9 @@ export function inheritedMode(leadMode: Mode): Mode {
 }
 
 export function planPlanApprovalResponse(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "planApprovalResponse") throw new Error("not a plan_approval_response");
   const answer = message.kind.value;
   const mode = inheritedMode(input.caller.lead.permissionMode);

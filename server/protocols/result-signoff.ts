@@ -24,6 +24,9 @@ import { unblockDependents } from "./task-readiness.js";
  * - Reject or expiry: the owner keeps the task (and acts on the feedback).
  */
 export function planResultSignoffRequest(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "resultSignoffRequest") throw new Error("not a result_signoff_request");
   const { taskId } = message.kind.value;
   return openRequestPlan("result_signoff", input, message, {
@@ -42,6 +45,9 @@ export function planResultSignoffRequest(input: SendCall, message: Message): Sen
 }
 
 export function planResultSignoffResponse(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "resultSignoffResponse") {
     throw new Error("not a result_signoff_response");
   }

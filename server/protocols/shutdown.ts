@@ -29,6 +29,9 @@ export function planShutdownRequest(input: SendCall, message: Message): SendPlan
 }
 
 export function planShutdownResponse(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "shutdownResponse") throw new Error("not a shutdown_response");
   const answer = message.kind.value;
   const stored = create(MessageSchema, {

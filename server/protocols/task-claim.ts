@@ -30,6 +30,9 @@ import {
  *   and may be claimed again.
  */
 export function planTaskClaimRequest(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "taskClaimRequest") throw new Error("not a task_claim_request");
   const { taskId } = message.kind.value;
   return openRequestPlan("task_claim", input, message, {
@@ -38,6 +41,9 @@ export function planTaskClaimRequest(input: SendCall, message: Message): SendPla
       const task = await lockTask(tx, input.caller.teamId, taskId, {
         record: { by: input.caller.id },
       });
+      // With `record`, lockTask inserts the row first, and a task row is never deleted (a
+      // deleted task is a state): no call reaches the throw, which narrows the type.
+      // Stryker disable next-line ConditionalExpression,BlockStatement,StringLiteral: unreachable
       if (!task) throw new Error(`task ${taskId} not recorded`);
       await refuseUnlessClaimable(tx, task, "message.task_claim_request.task_id");
     },
@@ -45,6 +51,9 @@ export function planTaskClaimRequest(input: SendCall, message: Message): SendPla
 }
 
 export function planTaskClaimResponse(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "taskClaimResponse") throw new Error("not a task_claim_response");
   const answer = message.kind.value;
   const stored = create(MessageSchema, {

@@ -27,6 +27,9 @@ import {
  *   parties are told). Decline or expiry: the owner keeps the task.
  */
 export function planTaskHandoffRequest(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "taskHandoffRequest") throw new Error("not a task_handoff_request");
   const { taskId } = message.kind.value;
   return openRequestPlan("task_handoff", input, message, {
@@ -45,6 +48,9 @@ export function planTaskHandoffRequest(input: SendCall, message: Message): SendP
 }
 
 export function planTaskHandoffResponse(input: SendCall, message: Message): SendPlan {
+  // A guard that narrows the type: the switch in index.ts hands each plan its own kind only,
+  // so no caller reaches the throw (an equivalent mutant when the condition is mutated).
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement,StringLiteral
   if (message.kind.case !== "taskHandoffResponse") throw new Error("not a task_handoff_response");
   const answer = message.kind.value;
   const stored = create(MessageSchema, {

@@ -10,6 +10,10 @@ export interface StoredMessage {
   kind: string;
   body: Uint8Array;
   sentAt: Date;
+  /** The sent message's id, its thread and the id it replied to ("" for none): migration 012. */
+  envelopeId: string;
+  threadId: string;
+  replyTo: string;
 }
 
 interface MessageSqlRow {
@@ -21,6 +25,9 @@ interface MessageSqlRow {
   kind: string;
   body: Uint8Array;
   sent_at: Date;
+  envelope_id: string;
+  thread_id: string;
+  reply_to: string | null;
 }
 
 /**
@@ -36,7 +43,8 @@ export async function readInbox(
   maxBytes = 4 * 1024 * 1024,
 ): Promise<StoredMessage[]> {
   const rows = await db.query<MessageSqlRow>(
-    `SELECT seq, from_name, to_name, request_id, message_id, kind, body, sent_at
+    `SELECT seq, from_name, to_name, request_id, message_id, kind, body, sent_at, envelope_id,
+            thread_id, reply_to
      FROM (
        SELECT *, sum(octet_length(body)) OVER (ORDER BY seq) - octet_length(body) AS before
        FROM messages WHERE recipient_id = $1 AND seq > $2 ORDER BY seq LIMIT $3
@@ -57,6 +65,9 @@ const toStoredMessage = (r: MessageSqlRow): StoredMessage => ({
   kind: r.kind,
   body: r.body,
   sentAt: r.sent_at,
+  envelopeId: r.envelope_id,
+  threadId: r.thread_id,
+  replyTo: r.reply_to ?? "",
 });
 
 export interface InboxRead {
@@ -82,7 +93,8 @@ export async function readInboxes(
 ): Promise<InboxPage[]> {
   const rows = await db.query<MessageSqlRow & { idx: bigint; fetched: bigint }>(
     `SELECT q.idx, page.fetched, page.seq, page.from_name, page.to_name, page.request_id,
-            page.message_id, page.kind, page.body, page.sent_at
+            page.message_id, page.kind, page.body, page.sent_at, page.envelope_id,
+            page.thread_id, page.reply_to
      FROM unnest($1::int[], $2::bigint[]) WITH ORDINALITY AS q (member_id, after_seq, idx)
      CROSS JOIN LATERAL (
        SELECT *, sum(octet_length(body)) OVER (ORDER BY seq) - octet_length(body) AS before,

@@ -1,14 +1,17 @@
 import type {
   MemberRoleWord as MemberRole,
   MemberStatusWord as MemberStatus,
+  PresenceWord as Presence,
+  SeenViaWord as SeenVia,
 } from "@team-protocols/contract/words.js";
 import type { PermissionMode } from "../domain/words.js";
 import { DomainError, LimitError } from "../errors.js";
 import type { Database, Queryable } from "./database.js";
+import { type PresenceWindows, presenceNow } from "./presence.js";
 import { one } from "./rows.js";
 import { isUniqueViolation } from "./sql-errors.js";
 
-export type { MemberRole, MemberStatus, PermissionMode };
+export type { MemberRole, MemberStatus, PermissionMode, Presence, SeenVia };
 
 export interface MemberRow {
   id: number;
@@ -20,11 +23,20 @@ export interface MemberRow {
   permissionMode: PermissionMode;
   createdAt: Date;
   lastSeenAt: Date | null;
+  lastSeenVia: SeenVia | null;
+  /**
+   * Online, idle or offline: computed when read by listMembers; elsewhere the presence the
+   * presence job last announced (store/presence.ts).
+   */
+  presence: Presence;
 }
 
 // Every query that returns members selects exactly these columns, so one mapper reads them.
-const memberColumns = `m.id, m.team_id, t.name AS team_name, m.name, m.role, m.status,
-  m.permission_mode, m.created_at, m.last_seen_at`;
+const memberColumnsWith = (presence: string, teamName = "t.name") => `m.id, m.team_id,
+  ${teamName} AS team_name, m.name,
+  m.role, m.status, m.permission_mode, m.created_at, m.last_seen_at, m.last_seen_via,
+  ${presence} AS presence`;
+const memberColumns = memberColumnsWith("m.presence");
 
 interface MemberSqlRow {
   id: number;
@@ -36,6 +48,8 @@ interface MemberSqlRow {
   permission_mode: PermissionMode;
   created_at: Date;
   last_seen_at: Date | null;
+  last_seen_via: SeenVia | null;
+  presence: Presence;
 }
 
 const toMember = (r: MemberSqlRow): MemberRow => ({
@@ -48,6 +62,8 @@ const toMember = (r: MemberSqlRow): MemberRow => ({
   permissionMode: r.permission_mode,
   createdAt: r.created_at,
   lastSeenAt: r.last_seen_at,
+  lastSeenVia: r.last_seen_via,
+  presence: r.presence,
 });
 
 /**
@@ -228,11 +244,17 @@ export async function findMember(
 }
 
 /** Every member of a team, in the order they were added. */
-export async function listMembers(db: Queryable, teamId: number): Promise<MemberRow[]> {
+export async function listMembers(
+  db: Queryable,
+  team: { id: number; name: string },
+  /** Presence is computed with these windows, as of this statement. */
+  windows: PresenceWindows,
+): Promise<MemberRow[]> {
+  // The team's name is the caller's (it cannot change): no join with teams for it.
   const rows = await db.query<MemberSqlRow>(
-    `SELECT ${memberColumns} FROM members m JOIN teams t ON t.id = m.team_id
-     WHERE m.team_id = $1 ORDER BY m.id`,
-    [teamId],
+    `SELECT ${memberColumnsWith(presenceNow("$3", "$4"), "$2::text")}
+     FROM members m WHERE m.team_id = $1 ORDER BY m.id`,
+    [team.id, team.name, windows.onlineS, windows.offlineS],
   );
   return rows.map(toMember);
 }
@@ -293,11 +315,6 @@ export async function setPermissionMode(
   );
 }
 
-/** Records activity; callers throttle it (it is a write). */
-export async function touchMember(db: Queryable, memberIds: number[]): Promise<void> {
-  await db.query("UPDATE members SET last_seen_at = now() WHERE id = ANY($1::int[])", [memberIds]);
-}
-
 /**
  * Gives an active member a new token hash (RotateToken); the old token matches no member
  * from the commit on. Role, permission mode and inbox are untouched. undefined: no active
@@ -330,6 +347,10 @@ export async function deleteTeamRows(tx: Queryable, teamId: number): Promise<num
     teamId,
   ]);
   const ids = members.map((m) => m.id);
+  // The journal is append-only: its trigger (migration 004) lets a DELETE through only in a
+  // transaction that says so, as retention does. Deleting a team deletes its journal too;
+  // SET LOCAL ends with this transaction, so no other statement gains the right.
+  await tx.query("SELECT set_config('team_protocols.retention', 'on', true)");
   for (const sql of [
     "DELETE FROM task_dependencies WHERE team_id = $1",
     "DELETE FROM task_events WHERE team_id = $1",
@@ -338,6 +359,8 @@ export async function deleteTeamRows(tx: Queryable, teamId: number): Promise<num
     "DELETE FROM request_events WHERE team_id = $1",
     "DELETE FROM protocol_attempts WHERE team_id = $1",
     "DELETE FROM messages WHERE team_id = $1",
+    // Its words went with its messages (migration 013's trigger); what was still queued goes.
+    "DELETE FROM search_pending WHERE team_id = $1",
     "DELETE FROM sends WHERE sender_id IN (SELECT id FROM members WHERE team_id = $1)",
     "DELETE FROM inboxes WHERE member_id IN (SELECT id FROM members WHERE team_id = $1)",
     "DELETE FROM member_events WHERE team_id = $1",

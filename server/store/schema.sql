@@ -8,6 +8,21 @@
 --
 
 --
+-- Name: drop_message_search(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.drop_message_search() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  DELETE FROM message_search s
+  USING (SELECT DISTINCT envelope_id FROM deleted_messages) d
+  WHERE s.envelope_id = d.envelope_id
+    AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.envelope_id = d.envelope_id);
+  RETURN NULL;
+END $$;
+
+--
 -- Name: protocol_attempts_append_only(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -22,6 +37,19 @@ BEGIN
     USING ERRCODE = 'insufficient_privilege';
 END
 $$;
+
+--
+-- Name: queue_message_search(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.queue_message_search() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+  INSERT INTO search_pending (envelope_id, team_id)
+  SELECT DISTINCT envelope_id, team_id FROM stored_messages;
+  RETURN NULL;
+END $$;
 
 --
 -- Name: inboxes; Type: TABLE; Schema: public; Owner: -
@@ -90,7 +118,12 @@ CREATE TABLE public.member_events (
     status text NOT NULL,
     permission_mode text NOT NULL,
     at timestamp with time zone DEFAULT clock_timestamp() NOT NULL,
-    CONSTRAINT member_events_change_check CHECK ((change = ANY (ARRAY['added'::text, 'stopped'::text, 'removed'::text, 'permission_mode'::text])))
+    presence text,
+    last_seen_at timestamp with time zone,
+    last_seen_via text,
+    CONSTRAINT member_events_change_check CHECK ((change = ANY (ARRAY['added'::text, 'stopped'::text, 'removed'::text, 'permission_mode'::text, 'presence'::text]))),
+    CONSTRAINT member_events_last_seen_via_check CHECK ((last_seen_via = ANY (ARRAY['stream'::text, 'mcp'::text, 'hook'::text, 'rpc'::text]))),
+    CONSTRAINT member_events_presence_check CHECK ((presence = ANY (ARRAY['online'::text, 'idle'::text, 'offline'::text])))
 );
 
 --
@@ -110,7 +143,11 @@ CREATE TABLE public.members (
     last_seen_at timestamp with time zone,
     stopped_at timestamp with time zone,
     acked_bytes bigint DEFAULT 0 NOT NULL,
+    last_seen_via text,
+    presence text DEFAULT 'offline'::text NOT NULL,
+    CONSTRAINT members_last_seen_via_check CHECK ((last_seen_via = ANY (ARRAY['stream'::text, 'mcp'::text, 'hook'::text, 'rpc'::text]))),
     CONSTRAINT members_permission_mode_check CHECK ((permission_mode = ANY (ARRAY['default'::text, 'accept_edits'::text, 'bypass_permissions'::text, 'plan'::text]))),
+    CONSTRAINT members_presence_check CHECK ((presence = ANY (ARRAY['online'::text, 'idle'::text, 'offline'::text]))),
     CONSTRAINT members_role_check CHECK ((role = ANY (ARRAY['lead'::text, 'teammate'::text, 'observer'::text, 'approver'::text]))),
     CONSTRAINT members_status_check CHECK ((status = ANY (ARRAY['active'::text, 'stopped'::text])))
 );
@@ -126,6 +163,17 @@ ALTER TABLE public.members ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
     NO MINVALUE
     NO MAXVALUE
     CACHE 1
+);
+
+--
+-- Name: message_search; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.message_search (
+    envelope_id text NOT NULL COLLATE pg_catalog."C",
+    team_id integer NOT NULL,
+    search_text text NOT NULL,
+    search tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, search_text)) STORED
 );
 
 --
@@ -145,7 +193,10 @@ CREATE TABLE public.messages (
     body bytea NOT NULL,
     sent_at timestamp with time zone DEFAULT now() NOT NULL,
     feed_position bigint DEFAULT nextval('public.team_feed_position'::regclass) NOT NULL,
-    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL
+    feed_xid xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    envelope_id text NOT NULL COLLATE pg_catalog."C",
+    thread_id text NOT NULL COLLATE pg_catalog."C",
+    reply_to text COLLATE pg_catalog."C"
 );
 
 --
@@ -250,6 +301,33 @@ CREATE TABLE public.schema_migrations (
     name text NOT NULL,
     applied_at timestamp with time zone DEFAULT now() NOT NULL
 );
+
+--
+-- Name: search_pending; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.search_pending (
+    id bigint NOT NULL,
+    envelope_id text NOT NULL COLLATE pg_catalog."C",
+    team_id integer NOT NULL
+);
+
+--
+-- Name: search_pending_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+CREATE SEQUENCE public.search_pending_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1;
+
+--
+-- Name: search_pending_id_seq; Type: SEQUENCE OWNED BY; Schema: public; Owner: -
+--
+
+ALTER SEQUENCE public.search_pending_id_seq OWNED BY public.search_pending.id;
 
 --
 -- Name: sends; Type: TABLE; Schema: public; Owner: -
@@ -365,6 +443,12 @@ ALTER TABLE public.teams ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: search_pending id; Type: DEFAULT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.search_pending ALTER COLUMN id SET DEFAULT nextval('public.search_pending_id_seq'::regclass);
+
+--
 -- Name: tasks change; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -420,6 +504,13 @@ ALTER TABLE ONLY public.members
     ADD CONSTRAINT members_token_hash_key UNIQUE (token_hash);
 
 --
+-- Name: message_search message_search_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.message_search
+    ADD CONSTRAINT message_search_pkey PRIMARY KEY (envelope_id);
+
+--
 -- Name: messages messages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -460,6 +551,13 @@ ALTER TABLE ONLY public.requests
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: search_pending search_pending_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.search_pending
+    ADD CONSTRAINT search_pending_pkey PRIMARY KEY (id);
 
 --
 -- Name: sends sends_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -534,10 +632,40 @@ CREATE INDEX member_events_feed ON public.member_events USING btree (team_id, fe
 CREATE UNIQUE INDEX members_one_lead ON public.members USING btree (team_id) WHERE (role = 'lead'::text);
 
 --
+-- Name: message_search_words; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX message_search_words ON public.message_search USING gin (search);
+
+--
+-- Name: messages_envelope; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_envelope ON public.messages USING btree (envelope_id);
+
+--
 -- Name: messages_feed; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX messages_feed ON public.messages USING btree (team_id, feed_xid);
+
+--
+-- Name: messages_request; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_request ON public.messages USING btree (team_id, request_id) WHERE (request_id IS NOT NULL);
+
+--
+-- Name: messages_sender; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_sender ON public.messages USING btree (sender_id, feed_position);
+
+--
+-- Name: messages_thread; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX messages_thread ON public.messages USING btree (thread_id) WHERE (thread_id <> envelope_id);
 
 --
 -- Name: protocol_attempts_by_age; Type: INDEX; Schema: public; Owner: -
@@ -646,6 +774,18 @@ CREATE INDEX tasks_by_change ON public.tasks USING btree (team_id, change DESC);
 --
 
 CREATE INDEX tasks_by_owner ON public.tasks USING btree (owner_id) WHERE (owner_id IS NOT NULL);
+
+--
+-- Name: messages messages_drop_search; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER messages_drop_search AFTER DELETE ON public.messages REFERENCING OLD TABLE AS deleted_messages FOR EACH STATEMENT EXECUTE FUNCTION public.drop_message_search();
+
+--
+-- Name: messages messages_queue_search; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER messages_queue_search AFTER INSERT ON public.messages REFERENCING NEW TABLE AS stored_messages FOR EACH STATEMENT EXECUTE FUNCTION public.queue_message_search();
 
 --
 -- Name: protocol_attempts protocol_attempts_no_change; Type: TRIGGER; Schema: public; Owner: -

@@ -1,6 +1,7 @@
 import type { BacklogLimits } from "../domain/limits.js";
 import { BROADCAST } from "../domain/names.js";
 import type { Database, Queryable } from "./database.js";
+import { newEnvelopeId } from "./envelope-ids.js";
 import {
   type FullInbox,
   inboxBacklogFull,
@@ -18,7 +19,15 @@ import { claimKeys, KeyTaken, releaseKeys } from "./send-keys.js";
  */
 export type BatchableSend = Pick<
   SendInput,
-  "teamId" | "sender" | "to" | "kind" | "body" | "messageId" | "fingerprint"
+  | "teamId"
+  | "sender"
+  | "to"
+  | "kind"
+  | "body"
+  | "messageId"
+  | "fingerprint"
+  | "replyTo"
+  | "threadId"
 >;
 
 /**
@@ -75,6 +84,7 @@ async function storeBatch(
   sends: BatchableSend[],
   backlog: BacklogLimits,
 ): Promise<(SendResult | Error)[]> {
+  const envelopeIds = sends.map(() => newEnvelopeId());
   const rows = await db.query<{
     row_kind: "check" | "delivery" | "full";
     idx: bigint;
@@ -167,10 +177,11 @@ async function storeBatch(
      -- inserted, so one inbox's rows of this batch take positions in seq order.
      stored AS (
        INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind, body,
-                             message_id)
+                             message_id, envelope_id, thread_id, reply_to)
        SELECT n.member_id, n.seq, ($1::int[])[n.idx::int], ($2::int[])[n.idx::int],
               ($3::text[])[n.idx::int], ($4::text[])[n.idx::int], ($5::text[])[n.idx::int],
-              ($6::bytea[])[n.idx::int], ($10::text[])[n.idx::int]
+              ($6::bytea[])[n.idx::int], ($10::text[])[n.idx::int], ($11::text[])[n.idx::int],
+              ($12::text[])[n.idx::int], ($13::text[])[n.idx::int]
        FROM numbered n ORDER BY n.member_id, n.seq
      ),
      -- A keyed send's result under its key (claimed by this transaction's first statement),
@@ -207,6 +218,9 @@ async function storeBatch(
       backlog.maxMessages,
       backlog.maxBytes,
       sends.map((s) => s.messageId || null),
+      envelopeIds,
+      sends.map((s, i) => s.threadId ?? envelopeIds[i]),
+      sends.map((s) => s.replyTo ?? null),
     ],
   );
   const results: (SendResult | Error)[] = sends.map(() => ({

@@ -3,6 +3,7 @@ import { BROADCAST } from "../domain/names.js";
 import { DomainError, LimitError, RuleViolationError } from "../errors.js";
 import { attemptInsert, type NewAttempt, recordAttempt } from "./attempts.js";
 import type { Database, Queryable } from "./database.js";
+import { newEnvelopeId } from "./envelope-ids.js";
 import { one } from "./rows.js";
 
 export interface SendInput {
@@ -31,6 +32,10 @@ export interface SendInput {
   beforeCommit?: (tx: Queryable, deliveries: Delivery[]) => Promise<void>;
   /** A protocol step's journal line, stored with the messages (in the same statement). */
   attempt?: NewAttempt;
+  /** The envelope this one answers (its id), already checked visible to the sender. */
+  replyTo?: string;
+  /** The parent's thread; unset: the request's thread, or a new one (see appendToInboxes). */
+  threadId?: string;
 }
 
 /** One message as appendToInboxes stores it (for every recipient alike). */
@@ -47,6 +52,9 @@ export interface NewMessage {
   messageId?: string | undefined;
   /** Journaled in the statement that stores the message (see SendInput.attempt). */
   attempt?: NewAttempt | undefined;
+  /** See SendInput.replyTo and threadId. */
+  replyTo?: string | undefined;
+  threadId?: string | undefined;
 }
 
 export interface Delivery {
@@ -104,6 +112,8 @@ export async function sendMessage(
         requestId: input.requestId,
         messageId: input.messageId,
         attempt: input.attempt,
+        replyTo: input.replyTo,
+        threadId: input.threadId,
       },
       recipients,
       backlog,
@@ -324,6 +334,7 @@ export async function appendToInboxes(
     to: r.name,
     seq: one(seqOf.get(r.id)),
   }));
+  const envelopeId = newEnvelopeId();
   const params: unknown[] = [
     deliveries.map((d) => d.memberId),
     deliveries.map((d) => d.seq),
@@ -335,15 +346,28 @@ export async function appendToInboxes(
     message.messageId ?? null,
     message.kind,
     message.body,
+    envelopeId,
+    message.threadId ?? message.requestId ?? envelopeId,
+    message.replyTo ?? null,
   ];
   const attempt = message.attempt ? attemptInsert(message.attempt, params.length + 1) : undefined;
+  // Every message about a protocol request joins the thread its first message is in (the
+  // request's own, or the one the request replied to); $12 when none is stored. Looked up
+  // only for a request's messages: a plain send's thread is known.
+  const thread = message.requestId
+    ? `COALESCE((SELECT thread_id FROM messages
+                 WHERE team_id = $3 AND request_id = $7::text
+                 ORDER BY feed_position LIMIT 1), $12)`
+    : "$12";
   await tx.query(
     // sent_at is when the row is stored, not when its transaction began (the column's
     // default): a sweeper's "expired" notice must not be dated before the deadline it reports.
     `${attempt ? `WITH attempt AS (${attempt.sql}) ` : ""}
      INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name,
-                           request_id, message_id, kind, body, sent_at)
-     SELECT r.id, r.seq, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp()
+                           request_id, message_id, kind, body, sent_at,
+                           envelope_id, thread_id, reply_to)
+     SELECT r.id, r.seq, $3, $4, $5, $6, $7, $8, $9, $10, clock_timestamp(), $11,
+            ${thread}, $13
      FROM unnest($1::int[], $2::bigint[]) AS r (id, seq)`,
     attempt ? [...params, ...attempt.params] : params,
   );

@@ -1,6 +1,6 @@
 import type { MemberChangeWord as MemberChange } from "@team-protocols/contract/words.js";
 import type { Queryable } from "./database.js";
-import type { MemberRole, MemberStatus, PermissionMode } from "./members.js";
+import type { MemberRole, MemberStatus, PermissionMode, Presence, SeenVia } from "./members.js";
 import type { RequestKind, RequestStatus } from "./requests.js";
 import type { TaskChange, TaskProgress, TaskState } from "./tasks.js";
 
@@ -22,6 +22,9 @@ export type FeedEvent = { position: bigint; at: Date } & (
       requestId: string;
       messageId: string;
       body: Uint8Array;
+      envelopeId: string;
+      threadId: string;
+      replyTo: string;
     }
   | {
       source: "request";
@@ -71,6 +74,10 @@ export type FeedEvent = { position: bigint; at: Date } & (
         status: MemberStatus;
         permissionMode: PermissionMode;
         createdAt: Date;
+        /** Set on a 'presence' change: the presence announced, and what was last seen. */
+        presence: Presence | null;
+        lastSeenAt: Date | null;
+        lastSeenVia: SeenVia | null;
       };
     }
 );
@@ -105,6 +112,9 @@ interface FeedSqlRow {
   message_id: string | null;
   body: Uint8Array | null;
   sent_at: Date | null;
+  envelope_id: string | null;
+  thread_id: string | null;
+  reply_to: string | null;
   request_id: string | null;
   request_kind: RequestKind | null;
   request_from: string | null;
@@ -123,6 +133,9 @@ interface FeedSqlRow {
   permission_mode: PermissionMode | null;
   member_created_at: Date | null;
   member_at: Date | null;
+  member_presence: Presence | null;
+  member_last_seen_at: Date | null;
+  member_last_seen_via: SeenVia | null;
   task_change: TaskChange | null;
   task_id: string | null;
   task_by: string | null;
@@ -183,6 +196,7 @@ export async function readTeamFeed(
      detailed AS (
        SELECT p.source, p.position, rcp.name AS recipient, m.seq, m.from_name, m.to_name,
               m.request_id AS message_request_id, m.message_id, m.body, m.sent_at,
+              m.envelope_id, m.thread_id, m.reply_to,
               r.id AS request_id, r.kind AS request_kind, rf.name AS request_from,
               rt.name AS request_to, re.status AS request_status, r.request_body,
               CASE WHEN re.status = 'pending' THEN NULL ELSE r.response_body END AS response_body,
@@ -190,6 +204,8 @@ export async function readTeamFeed(
               r.created_at AS request_created_at, re.at AS request_at, r.expires_at,
               me.change, mm.name AS member_name, me.role, me.status AS member_status,
               me.permission_mode, mm.created_at AS member_created_at, me.at AS member_at,
+              me.presence AS member_presence, me.last_seen_at AS member_last_seen_at,
+              me.last_seen_via AS member_last_seen_via,
               te.change AS task_change, te.task_id, ta.name AS task_by, te.state AS task_state,
               te.status AS task_status, tw.name AS task_owner, tc.name AS task_created_by,
               te.subject AS task_subject, te.description AS task_description,
@@ -252,6 +268,9 @@ function toFeedEvent(r: FeedSqlRow): FeedEvent {
       requestId: r.message_request_id ?? "",
       messageId: r.message_id ?? "",
       body: r.body as Uint8Array,
+      envelopeId: r.envelope_id ?? "",
+      threadId: r.thread_id ?? "",
+      replyTo: r.reply_to ?? "",
     };
   }
   if (r.source === "request") {
@@ -310,6 +329,9 @@ function toFeedEvent(r: FeedSqlRow): FeedEvent {
       status: r.member_status as MemberStatus,
       permissionMode: r.permission_mode as PermissionMode,
       createdAt: r.member_created_at as Date,
+      presence: r.member_presence,
+      lastSeenAt: r.member_last_seen_at,
+      lastSeenVia: r.member_last_seen_via,
     },
   };
 }

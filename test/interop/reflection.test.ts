@@ -112,7 +112,9 @@ describe("gRPC server reflection (v1 and v1alpha)", () => {
       "google/protobuf/duration.proto",
       "google/protobuf/timestamp.proto",
       "team/v1/enums.proto",
+      "team/v1/export.proto",
       "team/v1/feed.proto",
+      "team/v1/history.proto",
       "team/v1/message.proto",
       "team/v1/records.proto",
       // Imported for the RuleViolation error detail, which no field names.
@@ -168,7 +170,7 @@ describe("gRPC server reflection (v1 and v1alpha)", () => {
       { messageRequest: { case: "fileByFilename", value: "team/v1/records.proto" } },
       { messageRequest: { case: "fileContainingSymbol", value: "team.v1.Member" } },
     ]);
-    expect(answers.map((a) => filesIn(a).length)).toEqual([8, 1, 1]);
+    expect(answers.map((a) => filesIn(a).length)).toEqual([10, 1, 1]);
     expect(filesIn(answers[1])[0]?.name).toBe("team/v1/records.proto");
     // A new stream starts afresh.
     const [again] = await ask([

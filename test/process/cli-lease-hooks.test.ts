@@ -133,6 +133,13 @@ describeEachDatabase("lease hooks (CLI)", (env) => {
       new_source: "x",
     });
     expect(JSON.parse(notebook.stdout).hookSpecificOutput.permissionDecision).toBe("deny");
+    // A name no lease could hold is still checked (the server refused it, and the hook
+    // failed open).
+    const colon = await hook("bob", "Edit", { file_path: join(dir, "src/parser/a:b.ts") });
+    expect(colon.stdout, colon.stderr).toMatch(/^\{/);
+    expect(JSON.parse(colon.stdout).hookSpecificOutput.permissionDecisionReason).toMatch(
+      /^lease-held: src\/parser\/a:b\.ts is under alice's/,
+    );
     const multi = await hook("bob", "MultiEdit", {
       file_path: join(dir, "src/parser/a.ts"),
       edits: [],
@@ -193,6 +200,20 @@ describeEachDatabase("lease hooks (CLI)", (env) => {
     // Deleting a leased file touches it too.
     await repo.git("rm", "-q", "src/parser/lexer.ts");
     expect((await commit(repo.dir, t.as("bob"), "bob deletes the lexer")).code).not.toBe(0);
+    // Files whose names no lease could hold (a colon, a backslash) staged beside it: the
+    // check is not refused (it failed open, the leased file with it), and names each one.
+    await mkdir(join(repo.dir, "src/parser"), { recursive: true });
+    await writeFile(join(repo.dir, "notes:1.md"), "n\n");
+    await writeFile(join(repo.dir, "src/parser/a:b.ts"), "x\n");
+    await writeFile(join(repo.dir, "src/parser/c\\d.ts"), "x\n");
+    await repo.git("add", "-A");
+    const odd = await commit(repo.dir, t.as("bob"), "bob's odd names");
+    expect(odd.code, odd.stderr).not.toBe(0);
+    expect(odd.stderr).not.toMatch(/failed open|could not/);
+    for (const path of ["src/parser/lexer.ts", "src/parser/a:b.ts", "src/parser/c\\d.ts"]) {
+      expect(odd.stderr).toContain(`team: commit refused: ${path} is under alice's`);
+    }
+    expect(odd.stderr).not.toContain("notes:1.md is under");
   }, 180_000);
 });
 

@@ -151,10 +151,31 @@ describe("team up", () => {
     const status = await runTeam(["status", file, "--json"], { TEAM_URL: serve.url });
     expect(status.code, status.stderr).toBe(0);
     const rows = (JSON.parse(status.stdout) as { members: Record<string, unknown>[] }).members;
+    // Presence as the server computes it: each running agent called it moments ago.
+    const seen = { presence: "online", lastSeenVia: expect.stringMatching(/^(stream|rpc)$/) };
     expect(rows).toEqual([
-      expect.objectContaining({ name: "alice", process: "running", restarts: 0, member: "active" }),
-      expect.objectContaining({ name: "bob", process: "running", restarts: 1, member: "active" }),
+      expect.objectContaining({
+        name: "alice",
+        process: "running",
+        restarts: 0,
+        member: "active",
+        ...seen,
+      }),
+      expect.objectContaining({
+        name: "bob",
+        process: "running",
+        restarts: 1,
+        member: "active",
+        ...seen,
+      }),
     ]);
+    const text = await runTeam(["status", file], { TEAM_URL: serve.url });
+    expect(text.stdout).toMatch(
+      /^NAME\s+PROCESS\s+PID\s+RESTARTS\s+MEMBER\s+PRESENCE\s+LAST SEEN\s/,
+    );
+    expect(text.stdout).toMatch(
+      /\nalice\s+running\s+\d+\s+0\s+active\s+online\s+20\S+ \((stream|rpc)\)/,
+    );
 
     const down = await runTeam(["down", file], { TEAM_URL: serve.url });
     expect(down.code, down.stderr).toBe(0);

@@ -92,6 +92,9 @@ describe("the team CLI", () => {
         "whoami",
         "rotate-token",
         "delete-team",
+        "export",
+        "verify",
+        "import",
         "up",
         "status",
         "down",
@@ -151,7 +154,9 @@ describe("the team CLI", () => {
     );
 
     const table = ok(await runTeam(["members"], as(bob.token)));
-    expect(table.stdout.split("\n")[0]).toMatch(/^NAME\s+ROLE\s+STATUS\s+MODE\s+LAST SEEN$/);
+    expect(table.stdout.split("\n")[0]).toMatch(
+      /^NAME\s+ROLE\s+STATUS\s+MODE\s+PRESENCE\s+LAST SEEN\s+VIA$/,
+    );
     expect(table.stdout).toMatch(/\nalice\s+teammate\s+active\s+default\s+/);
     expect(table.stdout).toMatch(/\nbob \(you\)\s+teammate\s+active\s+/);
     const listed = json(await runTeam(["members", "--json"], asLead));
@@ -205,7 +210,7 @@ describe("the team CLI", () => {
     expect(page.envelopes[0]).toMatchObject({ from: "team-lead", message: { text: "again" } });
     const prompt = ok(await runTeam(["inbox", "--prompt"], t.env("alice"))).stdout;
     expect(prompt).toMatch(
-      /^<message from="team-lead" to="alice" seq="1" sent_at="[^"]+">\nhello world\n<\/message>/,
+      /^<message from="team-lead" to="alice" seq="1" sent_at="[^"]+" id="env_[^"]+">\nhello world\n<\/message>/,
     );
 
     expect(ok(await runTeam(["inbox", "--ack"], t.env("alice"))).stdout).toContain(

@@ -1,9 +1,9 @@
 import { createClient } from "@connectrpc/connect";
-import { type Browser, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { MemberRole, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { startServer, tempDataDir } from "../support/child-server.js";
+import { useChromium } from "../support/console-browser.js";
 import { transportFor } from "../support/harness.js";
 import { planRequest } from "../support/protocol-helpers.js";
 
@@ -15,27 +15,7 @@ import { planRequest } from "../support/protocol-helpers.js";
  * element; nothing sleeps.
  */
 
-const WAIT_MS = 60_000;
-let browser: Browser | undefined;
-beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function signedIn(url: string, token: string, problems: string[]): Promise<Page> {
-  const context = await browser?.newContext({ viewport: { width: 1400, height: 1000 } });
-  if (!context) throw new Error("no browser");
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  await page.goto(`${url}/`);
-  await page.fill("#token", token);
-  await page.click("#sign-in button[type=submit]");
-  await page.waitForSelector("#who");
-  return page;
-}
+const chromium = useChromium();
 
 const card = (requestId: string) => `#requests .request[data-request-id="${requestId}"]`;
 
@@ -63,7 +43,7 @@ it("the console: Allow / Deny on a permission request; an approver answers the l
 
   // The lead denies a permission request, with a reason.
   const first = await alice.send({ to: "team-lead", message: permission("abcde") });
-  const page = await signedIn(server.url, created.token, problems);
+  const page = await chromium.signedIn(server.url, created.token, problems);
   await page.waitForSelector(`${card(first.requestId)} button.approve >> text=Allow`);
   await page.click(`${card(first.requestId)} button.reject >> text=Deny`);
   await page.fill(`${card(first.requestId)} textarea.words`, "not on this machine");
@@ -79,7 +59,7 @@ it("the console: Allow / Deny on a permission request; an approver answers the l
   // Signed in as the approver: the lead's pending approvals, with their buttons.
   const second = await alice.send({ to: "team-lead", message: permission("fghij") });
   const plan = await alice.send({ to: "team-lead", message: planRequest("1. ship it") });
-  const judge = await signedIn(server.url, judgeToken, problems);
+  const judge = await chromium.signedIn(server.url, judgeToken, problems);
   await judge.waitForSelector("#who >> text=approver");
   await judge.waitForSelector(`${card(second.requestId)} .on-behalf`);
   await judge.click(`${card(second.requestId)} button.approve >> text=Allow`);

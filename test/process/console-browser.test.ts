@@ -1,10 +1,11 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { expect, it } from "vitest";
 import { MemberRole, PermissionMode } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../../gen/team/v1/records_pb.js";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { startServer, tempDataDir } from "../support/child-server.js";
+import { PAGE_WAIT_MS, useChromium } from "../support/console-browser.js";
 import { type TeamClient, transportFor } from "../support/harness.js";
 import { planRequest, refused, shutdownRequest, text } from "../support/protocol-helpers.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
@@ -19,26 +20,15 @@ import { withTimeout } from "../support/timeout.js";
  * event; nothing sleeps and no duration is asserted.
  */
 
-const CHROMIUM = "/usr/bin/chromium";
 const ALLOWED_ORIGIN = "https://allowed.example";
 /** A name an attacker pointed at 127.0.0.1 (DNS rebinding), and one the operator lists. */
 const REBOUND_NAME = "rebind.test";
 const LISTED_NAME = "team.test";
-// A deadline for each wait on the page, not a figure: the machine is shared and loaded.
-const WAIT_MS = 60_000;
 
-let browser: Browser | undefined;
-beforeAll(async () => {
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // DNS rebinding, played out: the attacker's names resolve to this machine.
-    args: [`--host-resolver-rules=MAP ${REBOUND_NAME} 127.0.0.1, MAP ${LISTED_NAME} 127.0.0.1`],
-  });
-});
-afterAll(async () => {
-  await browser?.close();
-});
+// DNS rebinding, played out: the attacker's names resolve to this machine.
+const chromium = useChromium([
+  `--host-resolver-rules=MAP ${REBOUND_NAME} 127.0.0.1, MAP ${LISTED_NAME} 127.0.0.1`,
+]);
 
 /** A member's Subscribe stream read in the background: what came, and how it ended. */
 function follow(client: TeamClient) {
@@ -60,7 +50,7 @@ function follow(client: TeamClient) {
   const until = (what: string, find: (e: Envelope) => boolean) =>
     withTimeout(
       `${what}; the stream had: ${envelopes.map((e) => e.message?.kind.case).join(", ")}`,
-      WAIT_MS,
+      PAGE_WAIT_MS,
       new Promise<Envelope>((resolve, reject) => {
         const check = () => {
           const found = envelopes.find(find);
@@ -106,12 +96,9 @@ interface Seen {
 
 /** A fresh browser context (its own sessionStorage) with a page, recording its requests. */
 async function openConsole(base: string, seen: Seen[], problems: string[]) {
-  const context = (await browser?.newContext({ viewport: { width: 1400, height: 1000 } })) as
-    | BrowserContext
-    | undefined;
-  if (!context) throw new Error("no browser");
+  const context = await chromium.browser.newContext({ viewport: { width: 1400, height: 1000 } });
   const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
+  page.setDefaultTimeout(PAGE_WAIT_MS);
   page.on("request", (r) => seen.push({ url: r.url(), headers: r.headers() }));
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   page.on("console", (m) => {
@@ -346,7 +333,7 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     // --- Force-stop: the lead stops alice; her stream ends. ------------------------------
     await page.click("#members tr[data-member=alice] button.stop");
     await page.click("#members tr[data-member=alice] button.confirm-stop");
-    const end = await withTimeout("alice's stream to end", WAIT_MS, aliceInbox.ended);
+    const end = await withTimeout("alice's stream to end", PAGE_WAIT_MS, aliceInbox.ended);
     expect(end?.code).toBe(Code.Unauthenticated);
     await page.waitForSelector("#members tr[data-member=alice] .status >> text=stopped");
 
@@ -369,9 +356,12 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     );
     expect((await positions(eyePage)).sort()).toEqual(leadFeed);
     // No approve, reject, withdraw or stop buttons anywhere: the only button is sign-out
-    // (and the journal's filter buttons, which only read).
-    const buttons = await eyePage.$$eval("button", (all) => all.map((b) => b.textContent));
-    expect(buttons.sort()).toEqual(["Filter", "Refresh", "Sign out"]);
+    // (and the buttons that only read: the journal's filter, search, and each message row,
+    // which opens its thread).
+    const buttons = await eyePage.$$eval("button:not(.opens-thread)", (all) =>
+      all.map((b) => b.textContent?.trim()),
+    );
+    expect(buttons.sort()).toEqual(["Filter", "Refresh", "Search", "Sign out"]);
     // A hand-made write with the observer's token, from its page, is refused by the server.
     const write = await eyePage.evaluate(async () => {
       const page = globalThis as unknown as PageScope;
@@ -432,8 +422,7 @@ it("the console in chromium: a lead rejects and approves plans live, the feed re
     // the console's page itself loads: harmless, it holds nothing. Its CreateTeam is "same
     // origin" and carries an Origin, as every POST does: refused for the name.
     const port = new URL(server.url).port;
-    const rebinding = await browser?.newContext();
-    if (!rebinding) throw new Error("no browser");
+    const rebinding = await chromium.browser.newContext();
     const evil = await rebinding.newPage();
     await evil.goto(`http://${REBOUND_NAME}:${port}/`);
     const stolenTeam = `rebind-${Date.now()}`;

@@ -1,8 +1,7 @@
 import { createClient } from "@connectrpc/connect";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { type Browser, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import {
   MemberRole,
   MemberStatus,
@@ -11,6 +10,7 @@ import {
 } from "../../gen/team/v1/enums_pb.js";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { startServer, tempDataDir } from "../support/child-server.js";
+import { PAGE_WAIT_MS, useChromium } from "../support/console-browser.js";
 import { transportFor } from "../support/harness.js";
 import { inbox, requestRecord, shutdownResponse } from "../support/protocol-helpers.js";
 import { assign } from "../support/task-helpers.js";
@@ -24,28 +24,7 @@ import { startTcpProxy } from "../support/tcp-proxy.js";
  * for an element; nothing sleeps.
  */
 
-const WAIT_MS = 60_000;
-let browser: Browser | undefined;
-beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function signedIn(url: string, token: string, problems: string[]): Promise<Page> {
-  const context = await browser?.newContext({ viewport: { width: 1400, height: 1000 } });
-  if (!context) throw new Error("no browser");
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: url });
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  await page.goto(`${url}/`);
-  await page.fill("#token", token);
-  await page.click("#sign-in button[type=submit]");
-  await page.waitForSelector("#who");
-  return page;
-}
+const chromium = useChromium();
 
 const row = (name: string) => `#members tr[data-member="${name}"]`;
 const DATE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
@@ -59,7 +38,7 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
   const lead = client(created.token);
   const alice = client((await lead.addMember({ name: "alice" })).token);
 
-  const page = await signedIn(server.url, created.token, problems);
+  const page = await chromium.signedIn(server.url, created.token, problems, { clipboard: true });
   await page.waitForSelector("#feed-status[data-state=live]");
   await page.waitForSelector(`${row("alice")} .status >> text=active`);
 
@@ -163,7 +142,7 @@ it("the operator's console: writes and broadcasts, asks to stop, adds members wi
   // --- A teammate signs in: its own inbox, live, and the tasks; no refusal pill. -------
   // (Through a TCP proxy, so that its connections can be cut.)
   const proxy = await startTcpProxy(Number(new URL(server.url).port));
-  const bobPage = await signedIn(proxy.url, bobToken, problems);
+  const bobPage = await chromium.signedIn(proxy.url, bobToken, problems, { clipboard: true });
   await bobPage.waitForSelector("#inbox-status[data-state=live]");
   expect(await bobPage.$("#feed")).toBeNull();
   await bobPage.waitForSelector("#inbox li.event >> text=all hands at noon");
@@ -267,10 +246,9 @@ it("a sign-in link (team console): the tab is signed in, the token is gone from 
   const created = await createClient(TeamService, transportFor(server.url, "connect")).createTeam({
     team: "linked",
   });
-  const context = await browser?.newContext();
-  if (!context) throw new Error("no browser");
+  const context = await chromium.browser.newContext();
   const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
+  page.setDefaultTimeout(PAGE_WAIT_MS);
   const problems: string[] = [];
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   await page.goto(`${server.url}/#token=${encodeURIComponent(created.token)}`);

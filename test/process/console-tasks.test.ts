@@ -1,9 +1,9 @@
 import { createClient } from "@connectrpc/connect";
-import { type Browser, chromium, type Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { MemberRole, TaskProgress } from "../../gen/team/v1/enums_pb.js";
 import { TeamService } from "../../gen/team/v1/team_service_pb.js";
 import { startServer, tempDataDir } from "../support/child-server.js";
+import { useChromium } from "../support/console-browser.js";
 import { transportFor } from "../support/harness.js";
 import { signoffRequest } from "../support/task-helpers.js";
 
@@ -14,27 +14,8 @@ import { signoffRequest } from "../support/task-helpers.js";
  * element; nothing sleeps.
  */
 
-const WAIT_MS = 60_000;
-let browser: Browser | undefined;
-beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true });
-});
-afterAll(async () => {
-  await browser?.close();
-});
-
-async function signedIn(url: string, token: string, problems: string[]): Promise<Page> {
-  const context = await browser?.newContext({ viewport: { width: 1400, height: 1000 } });
-  if (!context) throw new Error("no browser");
-  const page = await context.newPage();
-  page.setDefaultTimeout(WAIT_MS);
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  await page.goto(`${url}/`);
-  await page.fill("#token", token);
-  await page.click("#sign-in button[type=submit]");
-  await page.waitForSelector("#feed-status[data-state=live]");
-  return page;
-}
+const chromium = useChromium();
+const LIVE = "#feed-status[data-state=live]";
 
 const card = (column: string, id: string) =>
   `#tasks .column-tasks[data-column=${column}] .task-card[data-task-id="${id}"]`;
@@ -53,7 +34,7 @@ it("the Tasks board: columns kept live; the lead creates, assigns and approves a
   await lead.createTask({ subject: "Test the parser", blockedBy: ["1"] });
   await lead.createTask({ subject: "Document it", blockedBy: ["1"] });
 
-  const page = await signedIn(server.url, created.token, problems);
+  const page = await chromium.signedIn(server.url, created.token, problems, { ready: LIVE });
   await page.waitForSelector(`${card("ready", "1")} >> text=Write the parser`);
   await page.waitForSelector(`${card("blocked", "2")} .blockers >> text=waits on #1`);
   await page.waitForSelector(`${card("blocked", "3")} .owner >> text=no owner`);
@@ -92,7 +73,7 @@ it("the Tasks board: columns kept live; the lead creates, assigns and approves a
   await page.waitForSelector("#feed li.event[data-kind=task] >> text=unblocked");
 
   // An observer sees the same board and nothing to act with.
-  const eye = await signedIn(server.url, eyeToken, problems);
+  const eye = await chromium.signedIn(server.url, eyeToken, problems, { ready: LIVE });
   await eye.waitForSelector(card("completed", "1"));
   await eye.waitForSelector(card("ready", "2"));
   expect(await eye.$("#new-task")).toBeNull();

@@ -134,7 +134,10 @@ describe.skipIf(inject("pgAdminUrl") === "")("the client retries sends [postgres
       if (refused.code !== Code.NotFound) await new Promise((r) => setTimeout(r, 50));
     }
     expect(refused?.code).toBe(Code.NotFound);
-    expect(outcomes).toEqual(["NotFound"]);
+    // The keyed send may still meet Unavailable first while the pool finds the database
+    // again (those attempts are retries by design); the refusal itself ends it at once.
+    expect(outcomes.filter((o) => o !== "Unavailable")).toEqual(["NotFound"]);
+    expect(outcomes.at(-1)).toBe("NotFound");
   });
 });
 

@@ -239,3 +239,55 @@ describeEachDatabase(
   },
   { leaseTtls: { defaultMs: 400, maxMs: 120_000 } },
 );
+
+/**
+ * MAX_LEASES_PER_MEMBER (3 here): every acquire compares its pattern with each live lease of
+ * the team, so how many one member may hold is capped; counted under the team's lease lock.
+ */
+describeEachDatabase(
+  "leases per member",
+  (env, kind) => {
+    it("a 4th live lease is refused leases-per-member naming the member, its count and the setting; a release makes room; a renew is never refused; other members are not affected", async () => {
+      const t = await env().team("alice", "bob");
+      const alice = t.member("alice").client;
+      const held: string[] = [];
+      for (const resource of ["task:a", "task:b", "src/**"]) {
+        held.push((await alice.acquireLease({ resource, ttlSeconds: 60 })).lease?.leaseId ?? "");
+      }
+      const r = await refused(() => alice.acquireLease({ resource: "docs/**", ttlSeconds: 60 }));
+      expect([r.code, r.detail?.rule]).toEqual([Code.ResourceExhausted, "leases-per-member"]);
+      expect(r.message).toMatch(
+        /^leases-per-member: member "alice" already holds 3 live leases \(MAX_LEASES_PER_MEMBER 3\); /,
+      );
+      // At the cap a renew of a held lease still passes.
+      await alice.renewLease({ leaseId: held[0] ?? "", ttlSeconds: 120 });
+      // Another member's count is its own.
+      for (const resource of ["task:c", "task:d", "docs/**"]) {
+        await t.member("bob").client.acquireLease({ resource, ttlSeconds: 60 });
+      }
+      await alice.releaseLease({ leaseId: held[1] ?? "" });
+      const again = await alice.acquireLease({ resource: "task:e", ttlSeconds: 60 });
+      expect(again.lease?.holder).toBe("alice");
+      expect((await t.lead.listLeases({ holder: "alice" })).leases).toHaveLength(3);
+    });
+
+    it(
+      raceTitle(kind, "10 acquires of distinct resources by one member at once: exactly 3 hold"),
+      async () => {
+        const t = await env().team("alice");
+        const alice = t.member("alice").client;
+        const results = await Promise.allSettled(
+          Array.from({ length: 10 }, (_, i) =>
+            alice.acquireLease({ resource: `task:t${i}`, ttlSeconds: 60 }),
+          ),
+        );
+        expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(3);
+        for (const r of results) {
+          if (r.status === "rejected") expect(String(r.reason)).toMatch(/leases-per-member/);
+        }
+        expect((await t.lead.listLeases({ holder: "alice" })).leases).toHaveLength(3);
+      },
+    );
+  },
+  { maxLeasesPerMember: 3 },
+);

@@ -49,7 +49,7 @@ describeEachDatabase("MCP: protocols", (env) => {
         expect(approved.text).toContain("approved your plan");
         expect(approved.text).toContain('"accept_edits"');
         const members = await callTool(worker, "list_members");
-        expect(members.text).toMatch(/worker: teammate, active, mode accept_edits \(you\)/);
+        expect(members.text).toMatch(/^worker: teammate, active, mode accept_edits, .* \(you\)$/m);
       });
 
       it("shutdown: reject needs a reason, reject with one, approve revokes the token", async () => {

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createTeamClient, type TeamClient } from "../../client/index.js";
 import { describeEachDatabase, uniqueName } from "../support/harness.js";
 import { callTool, connectMcp, mcpWays } from "../support/mcp-clients.js";
+import { eventually } from "../support/wait.js";
 
 /**
  * The MCP surface as a model meets it, through the SDK's own Client: input errors that
@@ -99,14 +100,21 @@ describeEachDatabase("MCP: the surface for a model", (env) => {
         expect(me.text).toBe(
           `You are worker, a teammate of team "${name}", permission mode default. The lead is team-lead.`,
         );
-        const members = await callTool(worker, "list_members");
+        // Its whoami was a call through MCP: list_members shows it online, seen via mcp (or
+        // via stream, the inbox stream `team mcp` holds open to push messages).
+        const members = await eventually(async () => {
+          const listed = await callTool(worker, "list_members");
+          expect(listed.text).toMatch(
+            /\nworker: teammate, active, mode default, online, last seen \S+ via (mcp|stream) \(you\)$/,
+          );
+          return listed;
+        });
         oneStyle(members);
-        expect(members.text).toContain("worker: teammate, active, mode default (you)");
         expect(members.structuredContent).toMatchObject({
           you: "worker",
           members: [
             { name: "team-lead", role: "lead", status: "active", permission_mode: "default" },
-            { name: "worker", role: "teammate", you: true },
+            { name: "worker", role: "teammate", you: true, presence: "online" },
           ],
         });
       });

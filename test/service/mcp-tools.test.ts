@@ -76,6 +76,8 @@ describeEachDatabase("MCP: tools", (env) => {
           "renew_lease",
           "release_lease",
           "list_leases",
+          "search_messages",
+          "get_thread",
           "journal",
         ];
         expect(await names(asLead)).toEqual([...common, "add_member", "remove_member"]);

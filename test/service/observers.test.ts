@@ -146,6 +146,8 @@ describeEachDatabase("observers: read-only members", (env) => {
       "get_task",
       "list_tasks",
       "list_leases",
+      "search_messages",
+      "get_thread",
       "journal",
     ]);
     const sent = await callTool(mcp, "send_message", {

@@ -20,6 +20,7 @@ import {
   text,
 } from "../support/protocol-helpers.js";
 import { subscribedBeyond } from "../support/subscribed.js";
+import { envelopesOf, openSubscription } from "../support/subscription-reader.js";
 
 /** Reads a stream to its end; returns what came and how it ended. */
 async function drain(stream: AsyncIterable<SubscribeResponse>) {
@@ -83,9 +84,12 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
     expect(record?.resolvedAt).toBeDefined();
   });
 
-  it("shutdown rejected with a reason: the lead receives the reason, the teammate keeps working", async () => {
+  it("shutdown rejected with a reason: the lead receives the reason, the teammate keeps working, its open stream too", async () => {
     const t = await env().team("alice");
     const alice = t.member("alice").client;
+    const before = env().app.hub.waiting;
+    const stream = openSubscription(alice);
+    await subscribedBeyond(env().app, before);
     const asked = await t.lead.send({ to: "alice", message: shutdownRequest() });
     await alice.send({
       to: "team-lead",
@@ -101,6 +105,11 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
     expect(record?.status).toBe(RequestStatus.REJECTED);
     const me = (await alice.listMembers({})).members.find((m) => m.name === "alice");
     expect(me?.status).toBe(MemberStatus.ACTIVE);
+    // The stream opened before the rejection delivers what comes after it.
+    await t.lead.send({ to: "alice", message: text("after the rejection") });
+    const delivered = envelopesOf(await stream.envelopes(2));
+    expect(delivered.map((e) => e.message?.kind.case)).toEqual(["shutdownRequest", "text"]);
+    stream.close();
   });
 
   it("plan rejected with feedback, resubmitted, approved with the lead's permission mode (plan becomes default)", async () => {
@@ -187,12 +196,15 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
     expect(await modeOf("coder")).toBe(PermissionMode.PLAN);
     const a = await coder.send({ to: "team-lead", message: planRequest("plan a") });
     await lead.send({ to: "coder", message: planResponse(a.requestId, false, "   ") });
+    // A rejection hands over nothing: the teammate stays in plan mode.
+    expect(await modeOf("coder")).toBe(PermissionMode.PLAN);
     const b = await coder.send({ to: "team-lead", message: planRequest("plan b") });
-    await lead.send({ to: "coder", message: planResponse(b.requestId, true) });
+    await lead.send({ to: "coder", message: planResponse(b.requestId, true, "  go ahead  ") });
     const [rejection, approval] = (await inbox(coder)).map((e) => e.message?.kind);
     expect(rejection?.value).toMatchObject({ approve: false, feedback: "Plan needs revision" });
     expect(approval?.value).toMatchObject({
       approve: true,
+      feedback: "go ahead",
       permissionMode: PermissionMode.ACCEPT_EDITS,
     });
     expect(await modeOf("coder")).toBe(PermissionMode.ACCEPT_EDITS);
@@ -236,10 +248,11 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
       result: "all green",
       usage: { totalTokens: 1200n, toolUses: 7n, durationMs: 5300n },
     });
-    await notify(TaskStatus.FAILED, { error: "tests red" });
-    await notify(TaskStatus.FAILED);
+    await notify(TaskStatus.FAILED, { error: "  tests red  " });
+    await notify(TaskStatus.FAILED, { error: "   " });
     await notify(TaskStatus.STOPPED);
-    await notify(TaskStatus.COMPLETED, { summary: "parser fixed, 3 files" });
+    await notify(TaskStatus.COMPLETED, { summary: "  parser fixed, 3 files  " });
+    await notify(TaskStatus.COMPLETED, { summary: "   " });
     const got = (await inbox(t.lead)).map((e) => e.message?.kind.value as Record<string, unknown>);
     expect(got.map((n) => n.summary)).toEqual([
       'Agent "fix the parser" completed',
@@ -247,6 +260,7 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
       'Agent "fix the parser" failed: Unknown error',
       'Agent "fix the parser" was stopped',
       "parser fixed, 3 files",
+      'Agent "fix the parser" completed',
     ]);
     expect(got[0]).toMatchObject({
       taskId: "t-1",

@@ -277,7 +277,7 @@ describeEachDatabase(
 
       it("a caller that goes away (cancels its call) stops waiting at once, over every protocol", async () => {
         // gRPC is served on the bare stream, where the call's signal is made only when the
-        // handler first asks for it (streaming/grpc-call-context.ts): the reset must still reach it.
+        // handler first asks for it (grpc/grpc-call.ts): the reset must still reach it.
         for (const protocol of ["grpc", "connect", "grpc-web"] as const) {
           const t = await env().team("alice");
           const sent = await t.member("alice").client.send({
@@ -381,8 +381,10 @@ describeEachDatabase(
         ] as const) {
           const e = await refused(() => client.cancelRequest({ requestId: sent.requestId }));
           expect(e.code, who).toBe(Code.PermissionDenied);
-          expect(e.message).toMatch(/^requester-only: /);
-          expect(e.detail?.rule).toBe("requester-only");
+          expect(e.message).toBe(
+            `requester-only: only "team-lead", who sent request ${sent.requestId}, may cancel it`,
+          );
+          expect([e.detail?.rule, e.detail?.field]).toEqual(["requester-only", "request_id"]);
         }
         expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
 
@@ -407,7 +409,11 @@ describeEachDatabase(
           requestId: sent.requestId,
           kind: RequestKind.SHUTDOWN,
           status: RequestStatus.CANCELED,
+          detail: `"team-lead" canceled request ${sent.requestId}; no answer is needed`,
         });
+        // Stored as a request_update: searching the history by that kind finds the notice.
+        const found = await alice.searchMessages({ query: "canceled", kind: "request_update" });
+        expect(found.hits.map((h) => h.envelope?.seq)).toEqual([aliceInbox[1]?.seq]);
 
         const late = await refused(() =>
           alice.send({ to: "team-lead", message: shutdownResponse(sent.requestId, true) }),
@@ -422,8 +428,10 @@ describeEachDatabase(
 
         const twice = await refused(() => t.lead.cancelRequest({ requestId: sent.requestId }));
         expect(twice.code).toBe(Code.FailedPrecondition);
-        expect(twice.detail?.rule).toBe("once-only");
-        expect(twice.message).toContain("canceled");
+        expect([twice.detail?.rule, twice.detail?.field]).toEqual(["once-only", "request_id"]);
+        expect(twice.message).toBe(
+          `once-only: request ${sent.requestId} is already canceled; only a pending request can be canceled`,
+        );
         expect(await inbox(alice)).toEqual(aliceInbox);
       });
 
@@ -478,8 +486,8 @@ describeEachDatabase(
         ] as const) {
           const e = await refused(() => client.cancelRequest({ requestId }));
           expect(e.code).toBe(Code.NotFound);
-          expect(e.message).toMatch(/^unknown-request: /);
-          expect(e.detail?.rule).toBe("unknown-request");
+          expect(e.message).toBe(`unknown-request: no request ${requestId} in this team`);
+          expect([e.detail?.rule, e.detail?.field]).toEqual(["unknown-request", "request_id"]);
         }
         expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
       });

@@ -280,6 +280,9 @@ describeEachDatabase("task protocols: flows", (env, kind) => {
         'Agent "alice" was removed by the lead: task "a1" is unowned again',
       ],
     ]);
+    // Stored as a task_notification: a search of the lead's history by that kind finds it.
+    const found = await t.lead.searchMessages({ query: "unowned", kind: "task_notification" });
+    expect(found.hits.map((h) => h.envelope?.message?.kind.case)).toEqual(["taskNotification"]);
     // The canceled claim no longer blocks the task.
     await t.lead.send({ to: "bob", message: assign("a2") });
     expect((await taskOf(t.lead, "a2")).owner).toBe("bob");

@@ -126,6 +126,13 @@ describeEachDatabase("the task list: flows", (env, kind) => {
       description: "do b",
       summary: expect.stringContaining('"a" (do a) was completed'),
     });
+    // Stored as task_notifications: a search of the lead's history by that kind finds them.
+    const found = await t.lead.searchMessages({ query: "ready", kind: "task_notification" });
+    expect(
+      found.hits
+        .map((h) => (h.envelope?.message?.kind.value as { taskId?: string } | undefined)?.taskId)
+        .sort(),
+    ).toEqual(["b", "c"]);
 
     await complete(t.lead, bob, "bob", "b");
     expect((await taskOf(bob, "d")).openBlockers).toEqual(["c"]);

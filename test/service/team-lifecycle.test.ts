@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { MemberRole, MemberStatus, PermissionMode } from "../../gen/team/v1/enums_pb.js";
 import { describeEachDatabase } from "../support/harness.js";
+import { shutdownRequest, shutdownResponse } from "../support/protocol-helpers.js";
 import { subscribedBeyond } from "../support/subscribed.js";
 
 const text = (t: string) => ({ kind: { case: "text" as const, value: t } });
@@ -122,5 +123,37 @@ describeEachDatabase("DeleteTeam", (env) => {
     expect(row?.n).toBe("0");
     const again = await env().client().createTeam({ team: t.name });
     expect(again.token).toMatch(/^tp_/);
+  });
+
+  it("deletes a team whose journal has lines: the append-only journal lets the team's own deletion through, and no other team's line goes", async () => {
+    const t = await env().team("alice");
+    const keep = await env().team("bob");
+    for (const team of [t, keep]) {
+      const mate = team === t ? "alice" : "bob";
+      const asked = await team.lead.send({ to: mate, message: shutdownRequest("done") });
+      await team.member(mate).client.send({
+        to: "team-lead",
+        message: shutdownResponse(asked.requestId, false, "busy"),
+      });
+    }
+    const journal = async (name: string) =>
+      (
+        await env().db.query<{ n: string }>(
+          `SELECT count(*)::text AS n FROM protocol_attempts a JOIN teams x ON x.id = a.team_id
+           WHERE x.name = $1`,
+          [name],
+        )
+      )[0]?.n;
+    expect(Number(await journal(t.name))).toBeGreaterThan(0);
+    const kept = await journal(keep.name);
+    expect(Number(kept)).toBeGreaterThan(0);
+    expect((await t.lead.deleteTeam({ team: t.name })).membersRemoved).toBe(2);
+    const [row] = await env().db.query<{ n: string }>(
+      "SELECT count(*)::text AS n FROM protocol_attempts WHERE team_id NOT IN (SELECT id FROM teams)",
+    );
+    expect(row?.n).toBe("0");
+    expect(await journal(keep.name)).toBe(kept);
+    // The journal is still append-only outside a team's deletion.
+    await expect(env().db.query("DELETE FROM protocol_attempts")).rejects.toThrow();
   });
 });

@@ -27,7 +27,8 @@ import { describeDiff, diffSnapshots, snapshotTeam } from "../support/team-snaps
 
 const PROTOCOLS: Protocol[] = ["connect", "grpc", "grpc-web", "connect-h1"];
 const M = TeamService.method;
-const memberMethods = TeamService.methods.filter((m) => m !== M.createTeam);
+// CreateTeam and ImportTeam make a new team: open, or the admin token's (tested below).
+const memberMethods = TeamService.methods.filter((m) => m !== M.createTeam && m !== M.importTeam);
 
 interface World {
   a: TestTeam;
@@ -40,6 +41,8 @@ interface World {
   bobShutdown: string;
   /** alice's exclusive lease on src/** in A. */
   aliceLease: string;
+  /** The thread of the lead's text to alice in A. */
+  aThread: string;
 }
 
 /** The request each RPC is called with: all of them name team A's members and requests. */
@@ -98,8 +101,23 @@ function requestAimedAtA(method: DescMethod, w: World, suffix: string): object {
       return { leaseId: w.aliceLease, reason: "taken over" };
     case M.listLeases:
       return {};
+    case M.getThread:
+      return { threadId: w.aThread };
+    case M.listThreads:
+      return {};
+    case M.searchMessages:
+      return { query: "alice lead" };
+    case M.exportTeam:
+      return {};
+    case M.importTeam:
+      return { chunk: new Uint8Array() };
   }
   throw new Error(`no request for ${method.name}`);
+}
+
+/** A client stream of one message. */
+async function* oneMessage<T>(message: T): AsyncGenerator<T> {
+  yield message;
 }
 
 type Outcome = { ok: true; value: unknown; items: unknown[] } | { ok: false; err: ConnectError };
@@ -130,7 +148,9 @@ async function call(
       }
       return { ok: true, value: undefined, items };
     }
-    return { ok: true, value: await fn.call(client, input, options), items: [] };
+    // A client stream (ImportTeam) gets the request as its one message.
+    const sent = method.methodKind === "client_streaming" ? oneMessage(input) : input;
+    return { ok: true, value: await fn.call(client, sent, options), items: [] };
   } catch (err) {
     return { ok: false, err: ConnectError.from(err) };
   }
@@ -168,9 +188,13 @@ describeEachDatabase(
       await a.lead.removeMember({ name: "gone" });
       await b.lead.send({ to: "carol", message: text("b: lead to carol") });
       await b.member("carol").client.send({ to: "team-lead", message: text("b: carol to lead") });
+      const aThread =
+        (await alice.readInbox({ afterSeq: 0n })).envelopes.find((e) => e.from === "team-lead")
+          ?.threadId ?? "";
       w = {
         a,
         b,
+        aThread,
         revokedToken: a.member("gone").token,
         bobPlan,
         alicePlan,
@@ -277,9 +301,24 @@ describeEachDatabase(
           M.deleteTask,
           M.renewLease,
           M.releaseLease,
+          M.getThread,
         ]) {
           expect(codeOf(await run(method)), where(method)).toBe("NotFound");
         }
+        // B's history is B's: no thread or hit of A's.
+        const threads = await run(M.listThreads);
+        expect(codeOf(threads), where(M.listThreads)).toBe("ok");
+        for (const t of (threads as { value: { threads: { first: Envelope }[] } }).value.threads) {
+          expect(t.first.team, where(M.listThreads)).toBe(w.b.name);
+        }
+        const found = await run(M.searchMessages);
+        expect(codeOf(found), where(M.searchMessages)).toBe("ok");
+        const hits = (found as { value: { hits: { envelope: Envelope }[] } }).value.hits;
+        expect(
+          hits.map((h) => h.envelope.team),
+          where(M.searchMessages),
+        ).toEqual(hits.map(() => w.b.name));
+        for (const h of hits) expect(h.envelope.message?.kind.value).not.toMatch(/^a:/);
         const leases = await run(M.listLeases);
         expect(codeOf(leases), where(M.listLeases)).toBe("ok");
         expect((leases as { value: { leases: unknown[] } }).value.leases).toEqual([]);
@@ -302,6 +341,16 @@ describeEachDatabase(
         ).map((m) => m.name);
         expect(names).toContain("carol");
         for (const n of aOnlyNames) expect(names, where(M.listMembers)).not.toContain(n);
+
+        const exported = await run(M.exportTeam);
+        expect(codeOf(exported), where(M.exportTeam)).toBe("ok");
+        const bundle = Buffer.concat(
+          (exported as { items: { chunk: Uint8Array }[] }).items.map((i) => i.chunk),
+        ).toString("utf8");
+        expect(bundle, where(M.exportTeam)).toContain(w.b.name);
+        for (const n of [w.a.name, ...aOnlyNames]) {
+          expect(bundle, where(M.exportTeam)).not.toContain(`"${n}"`);
+        }
 
         const read = await run(M.readInbox);
         expect(codeOf(read), where(M.readInbox)).toBe("ok");
@@ -386,6 +435,7 @@ describeEachDatabase(
           by: /^only the lead and observers see other members' attempts/,
         },
         { what: "WatchTeam", method: M.watchTeam, request: {}, by: "watch-lead-or-observer" },
+        { what: "ExportTeam", method: M.exportTeam, request: {}, by: "export-lead-or-observer" },
         {
           what: "UpdateTask of bob's task",
           method: M.updateTask,
@@ -463,6 +513,8 @@ describe("token matrix with TEAM_ADMIN_TOKEN set", () => {
             const headers = header === undefined ? undefined : { authorization: header };
             const o = await call(client, M.createTeam, { team: uniqueName("nope") }, headers);
             expect(codeOf(o), `CreateTeam with ${kind} over ${protocol}`).toBe("Unauthenticated");
+            const i = await call(client, M.importTeam, { chunk: new Uint8Array() }, headers);
+            expect(codeOf(i), `ImportTeam with ${kind} over ${protocol}`).toBe("Unauthenticated");
           }
         }
         expect(await countTeams()).toBe(before);
@@ -473,6 +525,11 @@ describe("token matrix with TEAM_ADMIN_TOKEN set", () => {
           team: uniqueName("yes"),
         });
         expect(codeOf(ok)).toBe("ok");
+        // With the admin token ImportTeam reaches the bundle (an empty one: refused by it).
+        const imported = await call(env().client("the-admin-secret"), M.importTeam, {
+          chunk: new Uint8Array(),
+        });
+        expect(codeOf(imported)).toBe("FailedPrecondition");
       });
     },
     { adminToken: "the-admin-secret" },

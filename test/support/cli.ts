@@ -103,8 +103,12 @@ export interface ServeProcess {
 }
 
 /** `team serve` with these flags (add `--port 0`), up once it logs its start line. */
-export async function startTeamServe(flags: string[], timeoutMs = 30_000): Promise<ServeProcess> {
-  const run = spawnTeam(["serve", ...flags], { LOG_LEVEL: "info" }, { persistent: true });
+export async function startTeamServe(
+  flags: string[],
+  timeoutMs = 30_000,
+  env: Record<string, string> = {},
+): Promise<ServeProcess> {
+  const run = spawnTeam(["serve", ...flags], { ...env, LOG_LEVEL: "info" }, { persistent: true });
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const start = run

@@ -7,11 +7,24 @@ import { adminQuery, readEmbeddedTemplate } from "./database-templates.js";
 
 export type DatabaseKind = "embedded" | "postgres";
 
-/** The kinds this run covers: both, or only the embedded one when PostgreSQL is absent. */
+/**
+ * The kinds this run covers: both, or only the embedded one when PostgreSQL is absent.
+ * TEST_DATABASE_KINDS=postgres skips the embedded kind: the mutation run
+ * (vitest.mutation.config.ts) sets it, since a mutant of the protocols behaves the same on
+ * both and each test file would otherwise start a PGlite of its own for every mutant.
+ */
 export function databaseKinds(): { kind: DatabaseKind; skip: boolean }[] {
+  const only = process.env.TEST_DATABASE_KINDS;
+  if (only !== undefined && only !== "postgres") {
+    throw new Error(`TEST_DATABASE_KINDS may only be "postgres" (got "${only}")`);
+  }
+  const noPostgres = inject("pgAdminUrl") === "";
+  if (only === "postgres" && noPostgres) {
+    throw new Error("TEST_DATABASE_KINDS=postgres, but PostgreSQL is not reachable");
+  }
   return [
-    { kind: "embedded", skip: false },
-    { kind: "postgres", skip: inject("pgAdminUrl") === "" },
+    { kind: "embedded", skip: only === "postgres" },
+    { kind: "postgres", skip: noPostgres },
   ];
 }
 

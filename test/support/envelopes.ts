@@ -9,7 +9,15 @@ export const SENT_AT = "2025-03-09T12:00:00.000Z";
 /** An envelope as a member's inbox would hold it, for rendering tests (no server). */
 export function envelopeOf(
   message: MessageInitShape<typeof MessageSchema>,
-  over: { from?: string; to?: string; requestId?: string; seq?: bigint } = {},
+  over: {
+    from?: string;
+    to?: string;
+    requestId?: string;
+    seq?: bigint;
+    id?: string;
+    threadId?: string;
+    replyTo?: string;
+  } = {},
 ) {
   return create(EnvelopeSchema, {
     team: "demo",
@@ -19,5 +27,8 @@ export function envelopeOf(
     requestId: over.requestId ?? "",
     sentAt: timestampFromDate(new Date(SENT_AT)),
     message,
+    id: over.id ?? "",
+    threadId: over.threadId ?? "",
+    replyTo: over.replyTo ?? "",
   });
 }

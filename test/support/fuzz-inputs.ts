@@ -377,6 +377,7 @@ export function requestInit(
         message: r.chance(0.95) ? message : undefined,
         ...(r.chance(0.4) ? { messageId: messageId(r) } : {}),
         ...(r.chance(0.25) ? { ttl: duration(r) } : {}),
+        ...(r.chance(0.2) ? { replyTo: historyId(r) } : {}),
       };
     }
     case M.subscribe:
@@ -487,9 +488,97 @@ export function requestInit(
         holder: r.chance(0.5) ? "" : name(r, w),
         resource: r.chance(0.5) ? "" : leaseResource(r),
       };
+    case M.getThread:
+      return { threadId: historyId(r), pageSize: pageSize(r), pageToken: pageToken(r) };
+    case M.listThreads:
+      return { pageSize: pageSize(r), pageToken: pageToken(r) };
+    case M.searchMessages:
+      return {
+        query: searchQuery(r),
+        from: r.chance(0.6) ? "" : name(r, w),
+        to: r.chance(0.6) ? "" : name(r, w),
+        kind: r.pick(["", "text", "shutdown_request", "nope", ...hostileStrings(r)]),
+        ...(r.chance(0.2) ? { since: { seconds: BigInt(r.int(2_000_000_000)) } } : {}),
+        ...(r.chance(0.2) ? { until: { seconds: BigInt(r.int(2_000_000_000)) } } : {}),
+        pageSize: pageSize(r),
+        pageToken: pageToken(r),
+      };
+    case M.exportTeam:
+      return {};
+    case M.importTeam:
+      return {
+        // Nothing, noise, hostile text, or a bundle's shape with garbage in it. (ImportTeam
+        // is a client stream: the framing below sends this as one message, two, or none.)
+        chunk: r.weighted<() => Uint8Array>([
+          [1, () => new Uint8Array()],
+          [2, () => Buffer.from(randomString(r, r.int(200), '{}"\n:,abc0123'))],
+          [2, () => Buffer.from(`${r.pick(hostileStrings(r))}\n`)],
+          [
+            2,
+            () =>
+              Buffer.from(
+                `{"kind":"team","name":${JSON.stringify(r.pick(hostileStrings(r)))}}\n` +
+                  `{"kind":"manifest","format":"team-protocols-export/1","counts":{"team":1}}\n` +
+                  `{"kind":"signature","algorithm":"ed25519","public_key":"x","signature":"y"}\n`,
+              ),
+          ],
+        ])(),
+        team: r.chance(0.5) ? "" : r.pick(hostileStrings(r)),
+        publicKey: r.pick([
+          "",
+          "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n",
+          "x".repeat(5000),
+          r.pick(hostileStrings(r)),
+        ]),
+      };
   }
   throw new Error(`no generator for ${method.name}`);
 }
+
+/** A thread or envelope id: plausible, forged or hostile. */
+const historyId = (r: Rng): string =>
+  r.weighted<() => string>([
+    [3, () => `env_${randomString(r, 22, URL_CHARS)}`],
+    [2, () => `req_${randomString(r, 22, URL_CHARS)}`],
+    [4, () => r.pick(hostileStrings(r))],
+  ])();
+
+/**
+ * A search query: words, websearch operators and tsquery syntax that websearch_to_tsquery
+ * must take as words, very long ones, odd Unicode.
+ */
+const searchQuery = (r: Rng): string =>
+  r.weighted<() => string>([
+    [3, () => r.pick(["parser", "plan", "shutdown", "hello world", "the", "a"])],
+    [
+      4,
+      () =>
+        r.pick([
+          '"unclosed',
+          '""',
+          "-",
+          "or",
+          "a or or b",
+          "-(a | b) & !c",
+          "a:* & b:*",
+          "'a' <-> 'b'",
+          "!!!",
+          "(((",
+          "x <2> y",
+          "\\",
+          "a & ! & | b",
+          "🙂 ünïcödé 中文 العربية",
+          "​‍﻿",
+          "á́́",
+          "x".repeat(1024),
+          "x ".repeat(512),
+          `${"a or ".repeat(200)}b`,
+          '"a b c" -"d e"'.repeat(40),
+        ]),
+    ],
+    [3, () => r.pick(hostileStrings(r))],
+    [1, () => randomString(r, 1 + r.int(1100), `${URL_CHARS} "'-|&!():*<>`)],
+  ])();
 
 /** A lease's resource: usually a plausible glob or name, sometimes hostile. */
 const leaseResource = (r: Rng): string =>
@@ -777,6 +866,7 @@ const stringPaths = new Map<DescMethod, number[][]>([
   [M.createTask, [[1], [2], [3], [4], [5]]],
   [M.updateTask, [[1], [2], [3], [4], [5], [6], [7], [8]]],
   [M.deleteTask, [[1]]],
+  [M.importTeam, [[2], [3]]],
 ]);
 
 /** Field numbers per method, for wrong wire types and lying lengths. */
@@ -991,7 +1081,8 @@ export const STORM_METHODS = TeamService.methods.filter(
 export function makeCase(seed: number, index: number, w: FuzzWorld): FuzzCase {
   const r = new Rng(seed, index);
   const method = r.pick(STORM_METHODS);
-  const streaming = method.methodKind === "server_streaming";
+  // Server and client streams (Subscribe, ImportTeam) speak the streaming framings only.
+  const streaming = method.methodKind !== "unary";
   const credential = r.weighted<Credential>([
     [6, "lead"],
     [5, "worker"],
@@ -1211,7 +1302,9 @@ export function makeCase(seed: number, index: number, w: FuzzWorld): FuzzCase {
         body = envelope(1, gzipSync(payload));
         break;
       case "unknown-encoding":
-        headers[encodingHeader] = r.pick(["br", "snappy", "x-bogus"]);
+        // Not "br": the server accepts brotli (ACCEPT_COMPRESSION), and an empty compressed
+        // message then decodes as an empty request (a read-only ExportTeam succeeded).
+        headers[encodingHeader] = r.pick(["snappy", "x-bogus", "deflate"]);
         body = envelope(1, payload);
         serverReads = undefined;
         break;

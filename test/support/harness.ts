@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
@@ -66,6 +66,21 @@ export function transportFor(baseUrl: string, protocol: Protocol, token?: string
   }
 }
 
+/**
+ * The default presence windows with a job that never runs within a test: the harness's
+ * default, as suites compare a team's feed event by event, and a member seen by a test's calls
+ * would otherwise be announced online (a 'presence' member event) at a moment the test does
+ * not choose. Presence is tested in test/service/presence.test.ts, which sets its own.
+ */
+export const PRESENCE_QUIET: NonNullable<AppOptions["presence"]> = {
+  onlineS: 60,
+  offlineS: 900,
+  taskOwnerTimeoutS: 0,
+  intervalMs: 3_600_000,
+};
+/** The key test servers sign exports with (one per test process; servers of a file share it). */
+export const TEST_EXPORT_KEY = generateKeyPairSync("ed25519").privateKey;
+
 export const uniqueName = (prefix: string) => `${prefix}-${randomBytes(5).toString("hex")}`;
 
 export async function startTestEnv(
@@ -81,6 +96,8 @@ export async function startTestEnv(
     // Suites make teams by the dozen from one address: open CreateTeam's limits are tested
     // in test/service/create-team-limits.test.ts, off elsewhere.
     openCreateTeam: { perMinute: 0, burst: 1, maxTeams: 0 },
+    presence: PRESENCE_QUIET,
+    exportSigningKey: TEST_EXPORT_KEY,
     ...options,
   });
   await app.ready;

@@ -16,6 +16,21 @@ const AT = SENT_AT;
 const envelope = envelopeOf;
 
 describe("toPromptText", () => {
+  it("names the message's id, and the one it replied to", () => {
+    const e = envelope(
+      { kind: { case: "text", value: "fixed" } },
+      { from: "bob", to: "alice", id: "env_b", threadId: "env_a", replyTo: "env_a" },
+    );
+    expect(toPromptText(e)).toBe(
+      [
+        `<message from="bob" to="alice" seq="7" sent_at="${AT}" id="env_b">`,
+        "(in reply to env_a)",
+        "fixed",
+        "</message>",
+      ].join("\n"),
+    );
+  });
+
   it("renders a task notification as the seed's <task-notification> block", () => {
     const e = envelope(
       {

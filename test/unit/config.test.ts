@@ -226,6 +226,24 @@ describe("config: the slow-consumer cut (SLOW_CONSUMER_TIMEOUT_MS)", () => {
   });
 });
 
+describe("config: the back-off after a slow-consumer cut (SLOW_CONSUMER_BACKOFF_MS)", () => {
+  it("defaults to 5 s, the value the configuration table of docs/operations.md gives, and reads the variable and the flag", async () => {
+    const operations = await readFile(
+      fileURLToPath(new URL("../../docs/operations.md", import.meta.url)),
+      "utf8",
+    );
+    const row = operations.split("\n").find((l) => l.startsWith("| `SLOW_CONSUMER_BACKOFF_MS`"));
+    expect(row, "the configuration table of docs/operations.md has the row").toBeDefined();
+    expect(Number(/\| `(\d+)` \|/.exec(row ?? "")?.[1])).toBe(5_000);
+    expect(parseConfig([], {}).slowConsumerBackoffMs).toBe(5_000);
+    expect(parseConfig([], { SLOW_CONSUMER_BACKOFF_MS: "0" }).slowConsumerBackoffMs).toBe(0);
+    expect(
+      parseConfig(["--slow-consumer-backoff-ms", "2500"], { SLOW_CONSUMER_BACKOFF_MS: "1500" })
+        .slowConsumerBackoffMs,
+    ).toBe(2_500);
+  });
+});
+
 describe("lease ttls", () => {
   it("default to 10 minutes, at most 4 hours; each read from its variable", () => {
     expect(parseConfig([], {})).toMatchObject({ leaseTtlDefaultS: 600, leaseTtlMaxS: 14_400 });
@@ -239,5 +257,71 @@ describe("lease ttls", () => {
     expect(() => parseConfig([], { LEASE_TTL_DEFAULT_S: "7200", LEASE_TTL_MAX_S: "3600" })).toThrow(
       /LEASE_TTL_DEFAULT_S \(7200\) must not exceed LEASE_TTL_MAX_S \(3600\)/,
     );
+  });
+});
+
+describe("config: live leases per member (MAX_LEASES_PER_MEMBER)", () => {
+  it("defaults to 64, the value the configuration table of docs/operations.md gives; the variable and the flag set it, 0 for no limit", async () => {
+    const operations = await readFile(
+      fileURLToPath(new URL("../../docs/operations.md", import.meta.url)),
+      "utf8",
+    );
+    const row = operations.split("\n").find((l) => l.startsWith("| `MAX_LEASES_PER_MEMBER`"));
+    expect(row, "the configuration table of docs/operations.md has the row").toBeDefined();
+    expect(Number(/\| `(\d+)` +\|/.exec(row ?? "")?.[1])).toBe(64);
+    expect(parseConfig([], {}).maxLeasesPerMember).toBe(64);
+    expect(parseConfig([], { MAX_LEASES_PER_MEMBER: "0" }).maxLeasesPerMember).toBe(0);
+    expect(
+      parseConfig(["--max-leases-per-member", "8"], { MAX_LEASES_PER_MEMBER: "3" })
+        .maxLeasesPerMember,
+    ).toBe(8);
+    const { err, printed } = parseError([], { MAX_LEASES_PER_MEMBER: "many" });
+    expect(err.exitCode).toBe(1);
+    expect(printed).toContain("MAX_LEASES_PER_MEMBER");
+  });
+});
+
+describe("presence", () => {
+  it("defaults to online 60 s, offline 900 s, the task-owner timeout off; each read from its variable", () => {
+    expect(parseConfig([], {})).toMatchObject({
+      presenceOnlineS: 60,
+      presenceOfflineS: 900,
+      taskOwnerTimeoutS: 0,
+    });
+    expect(
+      parseConfig([], {
+        PRESENCE_ONLINE_S: "5",
+        PRESENCE_OFFLINE_S: "30",
+        TASK_OWNER_TIMEOUT_S: "600",
+      }),
+    ).toMatchObject({ presenceOnlineS: 5, presenceOfflineS: 30, taskOwnerTimeoutS: 600 });
+  });
+
+  it("refuses an online window longer than the offline one, and a zero window, naming them", () => {
+    expect(() => parseConfig([], { PRESENCE_ONLINE_S: "120", PRESENCE_OFFLINE_S: "60" })).toThrow(
+      /PRESENCE_ONLINE_S \(120\) must not exceed PRESENCE_OFFLINE_S \(60\)/,
+    );
+    expect(() => parseConfig([], { PRESENCE_ONLINE_S: "0" })).toThrow(/PRESENCE_ONLINE_S/);
+  });
+});
+
+describe("config: the largest bundle ImportTeam loads (IMPORT_MAX_BYTES)", () => {
+  it("defaults to 4 GiB, the value the configuration table of docs/operations.md gives, and reads the variable and the flag", async () => {
+    const operations = await readFile(
+      fileURLToPath(new URL("../../docs/operations.md", import.meta.url)),
+      "utf8",
+    );
+    const row = operations.split("\n").find((l) => l.startsWith("| `IMPORT_MAX_BYTES`"));
+    expect(row, "the configuration table of docs/operations.md has the row").toBeDefined();
+    const documented = Number(/\| `(\d+)` \|/.exec(row ?? "")?.[1]);
+    expect(parseConfig([], {}).importMaxBytes).toBe(4 * 1024 ** 3);
+    expect(documented).toBe(4 * 1024 ** 3);
+    expect(parseConfig([], { IMPORT_MAX_BYTES: "1048576" }).importMaxBytes).toBe(1_048_576);
+    expect(
+      parseConfig(["--import-max-bytes", "2048"], { IMPORT_MAX_BYTES: "1048576" }).importMaxBytes,
+    ).toBe(2_048);
+    const { err, printed } = parseError([], { IMPORT_MAX_BYTES: "0" });
+    expect(err.exitCode).toBe(1);
+    expect(printed).toContain("IMPORT_MAX_BYTES");
   });
 });

@@ -7,8 +7,10 @@ import {
   MemberRole,
   MemberStatus,
   PermissionMode,
+  Presence,
   RequestKind,
   RequestStatus,
+  SeenVia,
 } from "../../gen/team/v1/enums_pb.js";
 import { TeamEventSchema } from "../../gen/team/v1/feed_pb.js";
 
@@ -85,6 +87,22 @@ describe("describeEvent / describeTeamEvent", () => {
     });
     expect(describeTeamEvent(added).line).toBe(
       "21:04:05.123Z  member eye (observer)  permission mode: active, mode default",
+    );
+    const idle = event({
+      case: "member",
+      value: {
+        change: MemberChange.PRESENCE,
+        member: {
+          name: "bob",
+          role: MemberRole.TEAMMATE,
+          status: MemberStatus.ACTIVE,
+          presence: Presence.IDLE,
+          lastSeenVia: SeenVia.HOOK,
+        },
+      },
+    });
+    expect(describeTeamEvent(idle).line).toBe(
+      "21:04:05.123Z  member bob (teammate)  presence: idle (last seen via hook)",
     );
     expect(describeTeamEvent(event({ case: undefined })).line).toBe(
       "21:04:05.123Z  unknown an event this client does not know",

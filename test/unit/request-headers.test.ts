@@ -1,7 +1,7 @@
 import type http2 from "node:http2";
 import { describe, expect, it } from "vitest";
-import { CallValues } from "../../server/streaming/call-values.js";
-import { RequestHeaders } from "../../server/streaming/request-headers.js";
+import { CallValues } from "../../server/grpc/call-values.js";
+import { RequestHeaders } from "../../server/grpc/request-headers.js";
 
 /** Node's header object of a gRPC request, as http2 hands it over. */
 const incoming = (): http2.IncomingHttpHeaders => ({

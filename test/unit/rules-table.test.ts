@@ -12,6 +12,11 @@ import {
   TaskState,
   TaskStatus,
 } from "../../gen/team/v1/enums_pb.js";
+import { ExportTeamRequestSchema, ImportTeamRequestSchema } from "../../gen/team/v1/export_pb.js";
+import {
+  GetThreadRequestSchema,
+  SearchMessagesRequestSchema,
+} from "../../gen/team/v1/history_pb.js";
 import { type Message, MessageSchema } from "../../gen/team/v1/message_pb.js";
 import {
   AckRequestSchema,
@@ -301,6 +306,12 @@ const rows: [string, RuleCall, Expected][] = [
   [
     "getting a malformed request id",
     call(M.getRequest, GetRequestRequestSchema, { requestId: "x" }),
+    by("size-shape", "request_id"),
+  ],
+  [
+    // The sentence quotes at most 64 characters of what was sent, so a long bad id is not echoed whole.
+    "getting a malformed request id longer than the quote",
+    call(M.getRequest, GetRequestRequestSchema, { requestId: `req_${"!".repeat(100)}` }),
     by("size-shape", "request_id"),
   ],
   [
@@ -660,6 +671,31 @@ const rows: [string, RuleCall, Expected][] = [
     }),
     undefined,
   ],
+  // Each pair of changed fields counts as changes, not as nothing to change.
+  [
+    "a teammate renames and redescribes a task",
+    call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", subject: "s", description: "d" }),
+    undefined,
+  ],
+  [
+    "a teammate redescribes a task and says what it is doing",
+    call(M.updateTask, UpdateTaskRequestSchema, {
+      taskId: "t1",
+      description: "d",
+      activeForm: "Doing",
+    }),
+    undefined,
+  ],
+  [
+    "the lead sets a task's active form and what it waits on",
+    call(
+      M.updateTask,
+      UpdateTaskRequestSchema,
+      { taskId: "t1", activeForm: "Doing", addBlockedBy: ["t0"] },
+      lead,
+    ),
+    undefined,
+  ],
   [
     "a teammate marks a task completed",
     call(M.updateTask, UpdateTaskRequestSchema, { taskId: "t1", status: TaskProgress.COMPLETED }),
@@ -885,6 +921,38 @@ const rows: [string, RuleCall, Expected][] = [
     "a teammate watches the team",
     call(M.watchTeam, WatchTeamRequestSchema, {}, mate),
     by("watch-lead-or-observer"),
+  ],
+  ["an observer exports the team", call(M.exportTeam, ExportTeamRequestSchema, {}, eye), undefined],
+  ["the lead exports the team", call(M.exportTeam, ExportTeamRequestSchema, {}, lead), undefined],
+  [
+    "a teammate exports the team",
+    call(M.exportTeam, ExportTeamRequestSchema, {}, mate),
+    by("export-lead-or-observer"),
+  ],
+  [
+    "importing a bundle under the name it holds",
+    call(M.importTeam, ImportTeamRequestSchema, { chunk: new Uint8Array([1]) }),
+    undefined,
+  ],
+  [
+    "importing a bundle as team demo-2",
+    call(M.importTeam, ImportTeamRequestSchema, { team: "demo-2" }),
+    undefined,
+  ],
+  [
+    "importing a bundle under an upper-case name",
+    call(M.importTeam, ImportTeamRequestSchema, { team: "Demo" }),
+    by("size-shape", "team"),
+  ],
+  [
+    "importing with a public key of 4096 characters",
+    call(M.importTeam, ImportTeamRequestSchema, { publicKey: "k".repeat(4096) }),
+    undefined,
+  ],
+  [
+    "importing with a public key of 4097 characters",
+    call(M.importTeam, ImportTeamRequestSchema, { publicKey: "k".repeat(4097) }),
+    by("size-shape", "public_key"),
   ],
   ["an observer sends text", send("lead", text("hi"), eye), by("observer-read-only")],
   ["an observer asks for a shutdown", send("ann", shutdown(), eye), by("observer-read-only")],
@@ -1428,6 +1496,87 @@ const rows: [string, RuleCall, Expected][] = [
     call(M.listLeases, ListLeasesRequestSchema, { holder: "ann", resource: "src/**" }),
     undefined,
   ],
+  [
+    "reading a thread without its id",
+    call(M.getThread, GetThreadRequestSchema, {}),
+    by("size-shape", "thread_id"),
+  ],
+  [
+    "reading a thread by a 129-character id",
+    call(M.getThread, GetThreadRequestSchema, { threadId: "t".repeat(129) }),
+    by("size-shape", "thread_id"),
+  ],
+  [
+    "reading a thread by an id with a NUL",
+    call(M.getThread, GetThreadRequestSchema, { threadId: "t\u0000" }),
+    by("size-shape", "thread_id"),
+  ],
+  [
+    "reading a thread by a 128-character id",
+    call(M.getThread, GetThreadRequestSchema, { threadId: "t".repeat(128) }),
+    undefined,
+  ],
+  [
+    "replying to an id with a control character",
+    send("bob", text("x"), mate, { replyTo: "e\u0001" }),
+    by("size-shape", "reply_to"),
+  ],
+  [
+    "replying to a 129-character id",
+    send("bob", text("x"), mate, { replyTo: "e".repeat(129) }),
+    by("size-shape", "reply_to"),
+  ],
+  ["replying to a message", send("bob", text("x"), mate, { replyTo: "e".repeat(128) }), undefined],
+  [
+    "searching for nothing",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: " " }),
+    by("size-shape", "query"),
+  ],
+  [
+    "searching with a 1025-byte query",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: `${"é".repeat(512)}x` }),
+    by("size-shape", "query"),
+  ],
+  [
+    "searching with a 1024-byte query",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: "é".repeat(512) }),
+    undefined,
+  ],
+  [
+    "searching with a NUL in the query",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: "a\u0000b" }),
+    by("size-shape", "query"),
+  ],
+  [
+    "searching from a bad name",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: "x", from: "Ann" }),
+    by("size-shape", "from"),
+  ],
+  [
+    "searching to a bad name",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: "x", to: "A B" }),
+    by("size-shape", "to"),
+  ],
+  [
+    "searching a kind with a control character",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: "x", kind: "te\u0001xt" }),
+    by("size-shape", "kind"),
+  ],
+  [
+    "searching a 65-character kind",
+    call(M.searchMessages, SearchMessagesRequestSchema, { query: "x", kind: "k".repeat(65) }),
+    by("size-shape", "kind"),
+  ],
+  [
+    "searching broadcasts from ann of kind text",
+    call(M.searchMessages, SearchMessagesRequestSchema, {
+      query: '"parser bug" -flaky or lexer',
+      from: "ann",
+      to: "*",
+      kind: "k".repeat(64),
+    }),
+    undefined,
+  ],
 ];
 
 describe("the rules table, called directly", () => {
@@ -1544,8 +1693,8 @@ describe("the rules table, called directly", () => {
     }
     expect(sentence(send("ann", text("hi"), eye))).toBe(
       "an observer is read-only: Send is refused (it may ListMembers, ListRequests, " +
-        "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask, ListTasks, ListLeases and " +
-        "RotateToken its own token)",
+        "GetRequest, AwaitRequest, ListAttempts, WatchTeam, ExportTeam, GetTask, ListTasks, ListLeases, " +
+        "GetThread, ListThreads, SearchMessages and RotateToken its own token)",
     );
   });
 

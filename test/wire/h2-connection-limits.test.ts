@@ -89,38 +89,107 @@ describe("HTTP/2 connections: idle ones are closed, and their number is capped",
     expect(await body).toBe("held");
     expect((await ended).goaway).toBe(true);
   });
+});
 
-  it("past MAX_CONNECTIONS a new connection is refused at accept; once one closes, a new one is served", async () => {
-    const before = await refusals(metrics, "max-connections");
-    const holders: net.Socket[] = [];
-    for (let i = 0; i < 4; i++) {
-      const s = net.connect(server.port, "127.0.0.1");
-      s.on("error", () => {});
-      await new Promise<void>((resolve) => s.once("connect", () => resolve()));
-      holders.push(s);
-    }
-    // The server counts a connection once it accepted it: wait until it has all four.
-    await new Promise((r) => setTimeout(r, 100));
-    const refused = net.connect(server.port, "127.0.0.1");
-    refused.on("error", () => {});
-    await new Promise<void>((resolve) => refused.once("close", () => resolve()));
-    expect(await refusals(metrics, "max-connections")).toBe(before + 1);
-
-    for (const s of holders) s.destroy();
-    await new Promise((r) => setTimeout(r, 100));
-    const session = http2.connect(server.url);
-    session.on("error", () => {});
-    const stream = session.request({ ":path": "/", ":method": "POST" });
-    stream.end("x");
-    const text = await new Promise<string>((resolve, reject) => {
+/** One answered call on a fresh connection: the body of POST / ("ok"). */
+async function freshCall(url: string): Promise<string> {
+  const session = http2.connect(url);
+  session.on("error", () => {});
+  const stream = session.request({ ":path": "/", ":method": "POST" });
+  stream.end("x");
+  try {
+    return await new Promise<string>((resolve, reject) => {
       let t = "";
       stream.setEncoding("utf8").on("data", (d: string) => {
         t += d;
       });
       stream.on("end", () => resolve(t));
       stream.on("error", reject);
+      session.once("close", () => reject(new Error("closed before the answer")));
     });
-    expect(text).toBe("ok");
+  } finally {
     session.close();
+  }
+}
+
+/** An HTTP/2 connection the server has taken as a session (its SETTINGS arrived). */
+async function connected(url: string): Promise<http2.ClientHttp2Session> {
+  const session = http2.connect(url);
+  session.on("error", () => {});
+  await new Promise<void>((resolve) => session.once("connect", () => resolve()));
+  // The server's session exists once our SETTINGS were acknowledged: a PING round trip.
+  await new Promise<void>((resolve) => session.ping(() => resolve()));
+  return session;
+}
+
+describe("HTTP/2 connections at MAX_CONNECTIONS: an idle one makes way, a busy one does not", () => {
+  let server: RunningServer;
+  const metrics = createMetrics();
+  const releases: (() => void)[] = [];
+  beforeAll(async () => {
+    server = await startServer({
+      handler: (req, res) => {
+        if (req.url === "/hold") {
+          releases.push(() => res.end("held"));
+          return;
+        }
+        req.resume();
+        req.on("end", () => res.end("ok"));
+      },
+      host: "127.0.0.1",
+      port: 0,
+      logger: silentLogger(),
+      metrics,
+      // Long enough that the idle timeout closes nothing here: only eviction does.
+      idleConnectionTimeoutMs: 60_000,
+      maxConnections: 4,
+    });
+  });
+  afterAll(async () => {
+    for (const release of releases) release();
+    await server.close(1_000);
+  });
+
+  it("with the cap filled by idle connections, a fresh call is answered and the longest-idle one got GOAWAY", async () => {
+    const before = await refusals(metrics, "max-connections-evicted");
+    const idle: http2.ClientHttp2Session[] = [];
+    const endings: Promise<{ goaway: boolean }>[] = [];
+    for (let i = 0; i < 4; i++) {
+      const session = await connected(server.url);
+      endings.push(ending(session));
+      idle.push(session);
+    }
+    let firstEnded = false;
+    void endings[0]?.then(() => {
+      firstEnded = true;
+    });
+    expect(await freshCall(server.url)).toBe("ok");
+    expect((await endings[0])?.goaway).toBe(true);
+    expect(firstEnded).toBe(true);
+    expect(idle.slice(1).every((s) => !s.closed && !s.destroyed)).toBe(true);
+    expect(await refusals(metrics, "max-connections-evicted")).toBe(before + 1);
+    for (const s of idle) s.destroy();
+    await Promise.all(endings);
+  });
+
+  it("with the cap filled by connections that each hold an open stream, a new one is refused at accept", async () => {
+    // Let the previous case's connections be gone from the server's count.
+    await new Promise((r) => setTimeout(r, 100));
+    const before = await refusals(metrics, "max-connections");
+    const busy: http2.ClientHttp2Session[] = [];
+    for (let i = 0; i < 4; i++) {
+      const session = await connected(server.url);
+      const stream = session.request({ ":path": "/hold" });
+      stream.on("error", () => {});
+      busy.push(session);
+    }
+    // Each server session has its stream once four handlers are holding one.
+    while (releases.length < 4) await new Promise((r) => setTimeout(r, 10));
+    const refused = net.connect(server.port, "127.0.0.1");
+    refused.on("error", () => {});
+    await new Promise<void>((resolve) => refused.once("close", () => resolve()));
+    expect(await refusals(metrics, "max-connections")).toBe(before + 1);
+    expect(busy.every((s) => !s.closed && !s.destroyed)).toBe(true);
+    for (const s of busy) s.destroy();
   });
 });

@@ -123,7 +123,13 @@ for (const { kind, skip } of databaseKinds()) {
       env = await startTestEnv(
         kind,
         { ...testDb, db },
-        { heartbeatIntervalMs: 100, sendRate: { perSecond: 0, burst: 1 } },
+        // No back-off after a cut: these cases resume at once to show nothing is lost (the
+        // back-off itself is test/wire/slow-consumer-backoff.test.ts's).
+        {
+          heartbeatIntervalMs: 100,
+          sendRate: { perSecond: 0, burst: 1 },
+          slowConsumerBackoffMs: 0,
+        },
         { ...options, logger: log.logger },
       );
       return log.lines;

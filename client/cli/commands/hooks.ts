@@ -45,6 +45,8 @@ const hookClient = (o: ConnectionOptions & { timeoutMs: number; token: string })
     token: o.token,
     protocol: o.protocol,
     timeoutMs: o.timeoutMs,
+    // Presence: the member was seen through a hook (its runtime is working).
+    clientKind: "hook",
   });
 
 /** `team hook <event>` (what Claude Code runs) and `team hooks install|print`. */

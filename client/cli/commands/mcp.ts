@@ -57,7 +57,7 @@ export function mcpCommand(program: Command): void {
         false,
       ),
   ).action(async (o: McpOptions) => {
-    const client = clientFor(o);
+    const client = clientFor(o, "member", "mcp");
     const push: PushMode | undefined = o.push ? (o.pushAck ? "ack" : "notify") : undefined;
     const warn = (what: string) => (err: unknown) =>
       process.stderr.write(

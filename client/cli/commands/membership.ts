@@ -6,6 +6,8 @@ import {
   type PermissionModeName,
   permissionModeName,
   permissionModeNames,
+  presenceName,
+  seenViaName,
 } from "@team-protocols/client/names.js";
 import { MemberSchema } from "@team-protocols/contract/team/v1/records_pb.js";
 import { type Command, Option } from "commander";
@@ -119,13 +121,15 @@ export function membershipCommands(program: Command): void {
       o,
       () =>
         table(
-          ["NAME", "ROLE", "STATUS", "MODE", "LAST SEEN"],
+          ["NAME", "ROLE", "STATUS", "MODE", "PRESENCE", "LAST SEEN", "VIA"],
           members.map((m) => [
             m.name === you ? `${m.name} (you)` : m.name,
             memberRoleName(m.role),
             memberStatusName(m.status),
             permissionModeName(m.permissionMode),
+            presenceName(m.presence),
             instant(m.lastSeenAt),
+            m.lastSeenVia ? seenViaName(m.lastSeenVia) : "-",
           ]),
         ),
       () => ({ you, members: members.map((m) => asJson(MemberSchema, m)) }),

@@ -40,9 +40,10 @@ export function messagingCommands(program: Command): void {
       .description("send a text message to a member")
       .argument("<to>", "the member")
       .argument("<text...>", "the message (words are joined with spaces)")
-      .option("--message-id <id>", "idempotency key: a retry with it stores nothing new"),
-  ).action(async (to: string, words: string[], o: ConnectionOptions & { messageId?: string }) => {
-    const sent = await clientFor(o).sendText(to, words.join(" "), messageId(o));
+      .option("--message-id <id>", "idempotency key: a retry with it stores nothing new")
+      .option("--reply-to <id>", "the id of the message this answers: it joins its thread"),
+  ).action(async (to: string, words: string[], o: ConnectionOptions & SendFlags) => {
+    const sent = await clientFor(o).sendText(to, words.join(" "), sendOptions(o));
     print(
       o,
       () => describeSend(sent),
@@ -55,9 +56,10 @@ export function messagingCommands(program: Command): void {
       .command("broadcast")
       .description('send a text message to every other active member (to "*")')
       .argument("<text...>", "the message (words are joined with spaces)")
-      .option("--message-id <id>", "idempotency key: a retry with it stores nothing new"),
-  ).action(async (words: string[], o: ConnectionOptions & { messageId?: string }) => {
-    const sent = await clientFor(o).broadcast(words.join(" "), messageId(o));
+      .option("--message-id <id>", "idempotency key: a retry with it stores nothing new")
+      .option("--reply-to <id>", "the id of the message this answers: it joins its thread"),
+  ).action(async (words: string[], o: ConnectionOptions & SendFlags) => {
+    const sent = await clientFor(o).broadcast(words.join(" "), sendOptions(o));
     print(
       o,
       () => describeSend(sent),
@@ -153,6 +155,15 @@ async function follow(o: InboxFlags): Promise<void> {
 }
 
 const messageId = (o: { messageId?: string }) => (o.messageId ? { messageId: o.messageId } : {});
+
+interface SendFlags {
+  messageId?: string;
+  replyTo?: string;
+}
+const sendOptions = (o: SendFlags) => ({
+  ...messageId(o),
+  ...(o.replyTo ? { replyTo: o.replyTo } : {}),
+});
 
 export function describeSend(sent: SendResponse): string {
   const where = sent.deliveries.map((d) => `${d.to} (seq ${d.seq})`).join(", ") || "nobody";

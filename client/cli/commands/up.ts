@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { instant } from "@team-protocols/client/describe.js";
-import { memberStatusName } from "@team-protocols/client/names.js";
+import { memberStatusName, presenceName, seenViaName } from "@team-protocols/client/names.js";
 import { createTeamClient, type TeamClient } from "@team-protocols/client/team-client.js";
 import type { Protocol } from "@team-protocols/client/transport.js";
 import type { Command } from "commander";
@@ -131,14 +131,25 @@ export function upCommands(program: Command): void {
           o,
           () =>
             table(
-              ["NAME", "PROCESS", "PID", "RESTARTS", "MEMBER", "LAST SEEN", "PENDING", "TASKS"],
+              [
+                "NAME",
+                "PROCESS",
+                "PID",
+                "RESTARTS",
+                "MEMBER",
+                "PRESENCE",
+                "LAST SEEN",
+                "PENDING",
+                "TASKS",
+              ],
               rows.map((r) => [
                 r.name,
                 r.process,
                 r.pid ? String(r.pid) : "-",
                 String(r.restarts),
                 r.member,
-                r.lastSeen,
+                r.presence,
+                r.lastSeenVia === "-" ? r.lastSeen : `${r.lastSeen} (${r.lastSeenVia})`,
                 String(r.pending),
                 String(r.tasks),
               ]),
@@ -254,7 +265,11 @@ interface StatusRow {
   pid?: number;
   restarts: number;
   member: string;
+  /** online, idle or offline, as the server computes it ("-" for a member not in the team). */
+  presence: string;
   lastSeen: string;
+  /** How the server last saw it: stream, mcp, hook or rpc ("-" if never). */
+  lastSeenVia: string;
   pending: number;
   tasks: number;
 }
@@ -276,7 +291,9 @@ async function statusRows(file: TeamFile, lead: TeamClient): Promise<StatusRow[]
       ...(p?.pid ? { pid: p.pid } : {}),
       restarts: p?.restarts ?? 0,
       member: m ? memberStatusName(m.status) : "absent",
+      presence: m ? presenceName(m.presence) : "-",
       lastSeen: m ? instant(m.lastSeenAt) : "-",
+      lastSeenVia: m?.lastSeenVia ? seenViaName(m.lastSeenVia) : "-",
       pending: requests.requests.filter((r) => r.to === entry.name).length,
       tasks: tasks.tasks.filter((t) => t.owner === entry.name).length,
     };

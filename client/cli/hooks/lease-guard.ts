@@ -30,7 +30,9 @@ export async function leaseConflicts(
   const found: LeaseConflict[] = [];
   for (let i = 0; i < paths.length; i += PARALLEL) {
     const batch = paths.slice(i, i + PARALLEL);
-    const listed = await Promise.all(batch.map((path) => client.listLeases({ resource: path })));
+    const listed = await Promise.all(
+      batch.map((path) => client.listLeases({ resource: leaseQueryFor(path) })),
+    );
     batch.forEach((path, j) => {
       const lease = listed[j]?.find(
         (l) => l.holder !== me && leaseModeName(l.mode) === "exclusive",
@@ -39,6 +41,25 @@ export async function leaseConflicts(
     });
   }
   return found;
+}
+
+/** The longest resource the server takes (server/domain/lease-patterns.ts). */
+const RESOURCE_MAX = 1024;
+
+/**
+ * The resource a repository path is asked about as (ListLeases' filter). A file's name may
+ * hold what a lease's resource may not (`:`, `\`, control characters) or a glob's `*`; each
+ * becomes `?`, which matches that one character, so the question still covers the file (and
+ * at worst a sibling differing there) and is never refused: a refusal would fail the whole
+ * check open, a commit's other files with it. A path longer than a resource may be is asked
+ * as its first characters and everything under them. `task:x` is a file here, never the
+ * named resource it resembles.
+ */
+export function leaseQueryFor(path: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters a resource refuses.
+  const q = path.replace(/[\u0000-\u001f\u007f:\\*]/g, "?");
+  if (q.length <= RESOURCE_MAX) return q;
+  return `${q.slice(0, RESOURCE_MAX - 8).replace(/\/+$/, "")}*/**`;
 }
 
 /** Why an edit of `c.path` is refused: the holder, its pattern, its expiry, and how to ask. */

@@ -1,4 +1,5 @@
 import { memberRoleName } from "@team-protocols/client/names.js";
+import { useState } from "preact/hooks";
 import { isLead, mayWatch, mayWrite, type Session } from "../session-state.js";
 import { useTeamState } from "../team-state.js";
 import { ComposePanel } from "./compose-panel.js";
@@ -7,7 +8,9 @@ import { InboxPanel } from "./inbox-panel.js";
 import { JournalPanel } from "./journal-panel.js";
 import { MembersPanel } from "./members-panel.js";
 import { RequestsPanel } from "./requests-panel.js";
+import { SearchPanel } from "./search-panel.js";
 import { TasksBoard } from "./tasks-board.js";
+import { ThreadPanel } from "./thread-panel.js";
 
 interface Props {
   session: Session;
@@ -17,6 +20,8 @@ interface Props {
 export function ConsoleView({ session, onSignOut }: Props) {
   const state = useTeamState(session);
   const write = mayWrite(session);
+  // The thread a click opened (a row of the feed, the inbox or the search results).
+  const [thread, setThread] = useState<string>();
   return (
     <div class="console">
       <header>
@@ -44,10 +49,21 @@ export function ConsoleView({ session, onSignOut }: Props) {
           {write && <ComposePanel session={session} state={state} />}
         </div>
         {mayWatch(session) ? (
-          <FeedPanel state={state} />
+          <FeedPanel state={state} onOpenThread={setThread} />
         ) : (
-          <InboxPanel session={session} state={state} />
+          <InboxPanel session={session} state={state} onOpenThread={setThread} />
         )}
+        <div class="history">
+          <SearchPanel session={session} onOpenThread={setThread} />
+          {thread && (
+            <ThreadPanel
+              key={thread}
+              session={session}
+              threadId={thread}
+              onClose={() => setThread(undefined)}
+            />
+          )}
+        </div>
         <JournalPanel session={session} state={state} />
       </main>
     </div>

@@ -1,10 +1,19 @@
 import type { FeedStatus } from "../feed.js";
 import { feedRows } from "../feed-lines.js";
+import { threadOfEvent } from "../history.js";
 import { refusalText } from "../refusal.js";
 import { FEED_LINES, type TeamState } from "../team-state.js";
 import { dateTime, isoTime } from "../words.js";
+import { OpensThread } from "./opens-thread.js";
 
-export function FeedPanel({ state }: { state: TeamState }) {
+/** The team's feed; a click on a message's or a request's row opens its thread. */
+export function FeedPanel({
+  state,
+  onOpenThread,
+}: {
+  state: TeamState;
+  onOpenThread(threadId: string): void;
+}) {
   return (
     <section id="feed" class="panel">
       <h2>
@@ -13,19 +22,23 @@ export function FeedPanel({ state }: { state: TeamState }) {
       {state.events.length === 0 && <p class="empty">No events yet.</p>}
       <ol class="events">
         {feedRows(state.events).map(({ event, line }) => {
+          const thread = threadOfEvent(event, state.events);
           return (
             <li
               key={String(event.position)}
               class={`event kind-${line.kind}`}
               data-position={String(event.position)}
               data-kind={line.kind}
+              data-thread-id={thread}
             >
-              <time dateTime={isoTime(event.at)} title={isoTime(event.at)}>
-                {dateTime(event.at)}
-              </time>
-              <span class="tag">{line.kind}</span>
-              <span class="subject">{line.subject}</span>
-              <span class="detail">{line.detail}</span>
+              <OpensThread thread={thread} onOpen={onOpenThread}>
+                <time dateTime={isoTime(event.at)} title={isoTime(event.at)}>
+                  {dateTime(event.at)}
+                </time>
+                <span class="tag">{line.kind}</span>
+                <span class="subject">{line.subject}</span>
+                <span class="detail">{line.detail}</span>
+              </OpensThread>
             </li>
           );
         })}

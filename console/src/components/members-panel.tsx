@@ -1,8 +1,11 @@
 import { shutdownRequestMessage } from "@team-protocols/client/messages.js";
 import {
+  leaseModeName,
   memberRoleName,
   memberStatusName,
   permissionModeName,
+  presenceName,
+  seenViaName,
 } from "@team-protocols/client/names.js";
 import { MemberRole, MemberStatus } from "@team-protocols/contract/team/v1/enums_pb.js";
 import type { Member } from "@team-protocols/contract/team/v1/records_pb.js";
@@ -39,6 +42,7 @@ export function MembersPanel({ session, state, mayStop }: Props) {
             <th>Role</th>
             <th>Status</th>
             <th>Mode</th>
+            <th>Presence</th>
             <th>Last seen</th>
             {mayStop && <th />}
           </tr>
@@ -50,7 +54,48 @@ export function MembersPanel({ session, state, mayStop }: Props) {
         </tbody>
       </table>
       {mayStop && <AddMember session={session} state={state} />}
+      <LeasesTable state={state} />
     </section>
+  );
+}
+
+/** The team's live leases: what each member holds, and until when (ListLeases). */
+function LeasesTable({ state }: { state: TeamState }) {
+  return (
+    <div id="leases">
+      <h3>Leases</h3>
+      {state.leasesError && (
+        <p class="refusal" role="alert">
+          {state.leasesError}
+        </p>
+      )}
+      {state.leases.length === 0 ? (
+        <p class="empty">No leases held.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th>Resource</th>
+              <th>Holder</th>
+              <th>Mode</th>
+              <th>Expires</th>
+            </tr>
+          </thead>
+          <tbody>
+            {state.leases.map((l) => (
+              <tr key={l.leaseId} data-lease={l.leaseId} title={l.reason}>
+                <td class="resource">{l.resource}</td>
+                <td class="holder">{l.holder}</td>
+                <td class="lease-mode">{leaseModeName(l.mode)}</td>
+                <td class="expires" title={isoTime(l.expiresAt)}>
+                  {clockTime(l.expiresAt)}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
   );
 }
 
@@ -106,8 +151,17 @@ function MemberRow({ member, session, state, mayStop }: Props & { member: Member
       <td class="role">{memberRoleName(member.role)}</td>
       <td class={`status ${memberStatusName(member.status)}`}>{memberStatusName(member.status)}</td>
       <td class="mode">{permissionModeName(member.permissionMode)}</td>
-      <td class="last-seen" title={isoTime(member.lastSeenAt)}>
+      <td class={`presence ${presenceName(member.presence)}`}>{presenceName(member.presence)}</td>
+      <td
+        class="last-seen"
+        title={
+          member.lastSeenAt
+            ? `${isoTime(member.lastSeenAt)} via ${seenViaName(member.lastSeenVia)}`
+            : ""
+        }
+      >
         {clockTime(member.lastSeenAt)}
+        {member.lastSeenAt ? ` (${seenViaName(member.lastSeenVia)})` : ""}
       </td>
       {mayStop && (
         <td class="actions">

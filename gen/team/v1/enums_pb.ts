@@ -9,7 +9,7 @@ import { enumDesc, fileDesc } from "@bufbuild/protobuf/codegenv2";
  * Describes the file team/v1/enums.proto.
  */
 export const file_team_v1_enums: GenFile = /*@__PURE__*/
-  fileDesc("ChN0ZWFtL3YxL2VudW1zLnByb3RvEgd0ZWFtLnYxKo0BCgpNZW1iZXJSb2xlEhsKF01FTUJFUl9ST0xFX1VOU1BFQ0lGSUVEEAASFAoQTUVNQkVSX1JPTEVfTEVBRBABEhgKFE1FTUJFUl9ST0xFX1RFQU1NQVRFEAISGAoUTUVNQkVSX1JPTEVfT0JTRVJWRVIQAxIYChRNRU1CRVJfUk9MRV9BUFBST1ZFUhAEKmIKDE1lbWJlclN0YXR1cxIdChlNRU1CRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUTUVNQkVSX1NUQVRVU19BQ1RJVkUQARIZChVNRU1CRVJfU1RBVFVTX1NUT1BQRUQQAiqfAQoMTWVtYmVyQ2hhbmdlEh0KGU1FTUJFUl9DSEFOR0VfVU5TUEVDSUZJRUQQABIXChNNRU1CRVJfQ0hBTkdFX0FEREVEEAESGQoVTUVNQkVSX0NIQU5HRV9TVE9QUEVEEAISGQoVTUVNQkVSX0NIQU5HRV9SRU1PVkVEEAMSIQodTUVNQkVSX0NIQU5HRV9QRVJNSVNTSU9OX01PREUQBCqyAQoOUGVybWlzc2lvbk1vZGUSHwobUEVSTUlTU0lPTl9NT0RFX1VOU1BFQ0lGSUVEEAASGwoXUEVSTUlTU0lPTl9NT0RFX0RFRkFVTFQQARIgChxQRVJNSVNTSU9OX01PREVfQUNDRVBUX0VESVRTEAISJgoiUEVSTUlTU0lPTl9NT0RFX0JZUEFTU19QRVJNSVNTSU9OUxADEhgKFFBFUk1JU1NJT05fTU9ERV9QTEFOEAQq/gEKC1JlcXVlc3RLaW5kEhwKGFJFUVVFU1RfS0lORF9VTlNQRUNJRklFRBAAEhkKFVJFUVVFU1RfS0lORF9TSFVURE9XThABEh4KGlJFUVVFU1RfS0lORF9QTEFOX0FQUFJPVkFMEAISGwoXUkVRVUVTVF9LSU5EX1RBU0tfQ0xBSU0QAxIcChhSRVFVRVNUX0tJTkRfVEFTS19BU1NJR04QBBIdChlSRVFVRVNUX0tJTkRfVEFTS19IQU5ET0ZGEAUSHwobUkVRVUVTVF9LSU5EX1JFU1VMVF9TSUdOT0ZGEAYSGwoXUkVRVUVTVF9LSU5EX1BFUk1JU1NJT04QBypsCglUYXNrU3RhdGUSGgoWVEFTS19TVEFURV9VTlNQRUNJRklFRBAAEhYKElRBU0tfU1RBVEVfVU5PV05FRBABEhYKElRBU0tfU1RBVEVfQ0xBSU1FRBACEhMKD1RBU0tfU1RBVEVfRE9ORRADKr4BCg1SZXF1ZXN0U3RhdHVzEh4KGlJFUVVFU1RfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWUkVRVUVTVF9TVEFUVVNfUEVORElORxABEhsKF1JFUVVFU1RfU1RBVFVTX0FQUFJPVkVEEAISGwoXUkVRVUVTVF9TVEFUVVNfUkVKRUNURUQQAxIaChZSRVFVRVNUX1NUQVRVU19FWFBJUkVEEAQSGwoXUkVRVUVTVF9TVEFUVVNfQ0FOQ0VMRUQQBSqMAQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1RBVFVTX0NPTVBMRVRFRBABEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBACEhcKE1RBU0tfU1RBVFVTX1NUT1BQRUQQAxIVChFUQVNLX1NUQVRVU19SRUFEWRAEKrwBCgxUYXNrUHJvZ3Jlc3MSHQoZVEFTS19QUk9HUkVTU19VTlNQRUNJRklFRBAAEhkKFVRBU0tfUFJPR1JFU1NfUEVORElORxABEh0KGVRBU0tfUFJPR1JFU1NfSU5fUFJPR1JFU1MQAhIbChdUQVNLX1BST0dSRVNTX0lOX1JFVklFVxADEhsKF1RBU0tfUFJPR1JFU1NfQ09NUExFVEVEEAQSGQoVVEFTS19QUk9HUkVTU19ERUxFVEVEEAUqwQEKClRhc2tDaGFuZ2USGwoXVEFTS19DSEFOR0VfVU5TUEVDSUZJRUQQABIXChNUQVNLX0NIQU5HRV9DUkVBVEVEEAESFwoTVEFTS19DSEFOR0VfVVBEQVRFRBACEhUKEVRBU0tfQ0hBTkdFX09XTkVSEAMSGQoVVEFTS19DSEFOR0VfQ09NUExFVEVEEAQSFwoTVEFTS19DSEFOR0VfREVMRVRFRBAFEhkKFVRBU0tfQ0hBTkdFX1VOQkxPQ0tFRBAGKmwKDkF0dGVtcHRPdXRjb21lEh8KG0FUVEVNUFRfT1VUQ09NRV9VTlNQRUNJRklFRBAAEhwKGEFUVEVNUFRfT1VUQ09NRV9BQ0NFUFRFRBABEhsKF0FUVEVNUFRfT1VUQ09NRV9SRUZVU0VEEAIqWAoJTGVhc2VNb2RlEhoKFkxFQVNFX01PREVfVU5TUEVDSUZJRUQQABIYChRMRUFTRV9NT0RFX0VYQ0xVU0lWRRABEhUKEUxFQVNFX01PREVfU0hBUkVEEAJCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw");
+  fileDesc("ChN0ZWFtL3YxL2VudW1zLnByb3RvEgd0ZWFtLnYxKo0BCgpNZW1iZXJSb2xlEhsKF01FTUJFUl9ST0xFX1VOU1BFQ0lGSUVEEAASFAoQTUVNQkVSX1JPTEVfTEVBRBABEhgKFE1FTUJFUl9ST0xFX1RFQU1NQVRFEAISGAoUTUVNQkVSX1JPTEVfT0JTRVJWRVIQAxIYChRNRU1CRVJfUk9MRV9BUFBST1ZFUhAEKmIKDE1lbWJlclN0YXR1cxIdChlNRU1CRVJfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUTUVNQkVSX1NUQVRVU19BQ1RJVkUQARIZChVNRU1CRVJfU1RBVFVTX1NUT1BQRUQQAiq7AQoMTWVtYmVyQ2hhbmdlEh0KGU1FTUJFUl9DSEFOR0VfVU5TUEVDSUZJRUQQABIXChNNRU1CRVJfQ0hBTkdFX0FEREVEEAESGQoVTUVNQkVSX0NIQU5HRV9TVE9QUEVEEAISGQoVTUVNQkVSX0NIQU5HRV9SRU1PVkVEEAMSIQodTUVNQkVSX0NIQU5HRV9QRVJNSVNTSU9OX01PREUQBBIaChZNRU1CRVJfQ0hBTkdFX1BSRVNFTkNFEAUqYgoIUHJlc2VuY2USGAoUUFJFU0VOQ0VfVU5TUEVDSUZJRUQQABITCg9QUkVTRU5DRV9PTkxJTkUQARIRCg1QUkVTRU5DRV9JRExFEAISFAoQUFJFU0VOQ0VfT0ZGTElORRADKm8KB1NlZW5WaWESGAoUU0VFTl9WSUFfVU5TUEVDSUZJRUQQABITCg9TRUVOX1ZJQV9TVFJFQU0QARIQCgxTRUVOX1ZJQV9NQ1AQAhIRCg1TRUVOX1ZJQV9IT09LEAMSEAoMU0VFTl9WSUFfUlBDEAQqsgEKDlBlcm1pc3Npb25Nb2RlEh8KG1BFUk1JU1NJT05fTU9ERV9VTlNQRUNJRklFRBAAEhsKF1BFUk1JU1NJT05fTU9ERV9ERUZBVUxUEAESIAocUEVSTUlTU0lPTl9NT0RFX0FDQ0VQVF9FRElUUxACEiYKIlBFUk1JU1NJT05fTU9ERV9CWVBBU1NfUEVSTUlTU0lPTlMQAxIYChRQRVJNSVNTSU9OX01PREVfUExBThAEKv4BCgtSZXF1ZXN0S2luZBIcChhSRVFVRVNUX0tJTkRfVU5TUEVDSUZJRUQQABIZChVSRVFVRVNUX0tJTkRfU0hVVERPV04QARIeChpSRVFVRVNUX0tJTkRfUExBTl9BUFBST1ZBTBACEhsKF1JFUVVFU1RfS0lORF9UQVNLX0NMQUlNEAMSHAoYUkVRVUVTVF9LSU5EX1RBU0tfQVNTSUdOEAQSHQoZUkVRVUVTVF9LSU5EX1RBU0tfSEFORE9GRhAFEh8KG1JFUVVFU1RfS0lORF9SRVNVTFRfU0lHTk9GRhAGEhsKF1JFUVVFU1RfS0lORF9QRVJNSVNTSU9OEAcqbAoJVGFza1N0YXRlEhoKFlRBU0tfU1RBVEVfVU5TUEVDSUZJRUQQABIWChJUQVNLX1NUQVRFX1VOT1dORUQQARIWChJUQVNLX1NUQVRFX0NMQUlNRUQQAhITCg9UQVNLX1NUQVRFX0RPTkUQAyq+AQoNUmVxdWVzdFN0YXR1cxIeChpSRVFVRVNUX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlJFUVVFU1RfU1RBVFVTX1BFTkRJTkcQARIbChdSRVFVRVNUX1NUQVRVU19BUFBST1ZFRBACEhsKF1JFUVVFU1RfU1RBVFVTX1JFSkVDVEVEEAMSGgoWUkVRVUVTVF9TVEFUVVNfRVhQSVJFRBAEEhsKF1JFUVVFU1RfU1RBVFVTX0NBTkNFTEVEEAUqjAEKClRhc2tTdGF0dXMSGwoXVEFTS19TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQARIWChJUQVNLX1NUQVRVU19GQUlMRUQQAhIXChNUQVNLX1NUQVRVU19TVE9QUEVEEAMSFQoRVEFTS19TVEFUVVNfUkVBRFkQBCq8AQoMVGFza1Byb2dyZXNzEh0KGVRBU0tfUFJPR1JFU1NfVU5TUEVDSUZJRUQQABIZChVUQVNLX1BST0dSRVNTX1BFTkRJTkcQARIdChlUQVNLX1BST0dSRVNTX0lOX1BST0dSRVNTEAISGwoXVEFTS19QUk9HUkVTU19JTl9SRVZJRVcQAxIbChdUQVNLX1BST0dSRVNTX0NPTVBMRVRFRBAEEhkKFVRBU0tfUFJPR1JFU1NfREVMRVRFRBAFKsEBCgpUYXNrQ2hhbmdlEhsKF1RBU0tfQ0hBTkdFX1VOU1BFQ0lGSUVEEAASFwoTVEFTS19DSEFOR0VfQ1JFQVRFRBABEhcKE1RBU0tfQ0hBTkdFX1VQREFURUQQAhIVChFUQVNLX0NIQU5HRV9PV05FUhADEhkKFVRBU0tfQ0hBTkdFX0NPTVBMRVRFRBAEEhcKE1RBU0tfQ0hBTkdFX0RFTEVURUQQBRIZChVUQVNLX0NIQU5HRV9VTkJMT0NLRUQQBipsCg5BdHRlbXB0T3V0Y29tZRIfChtBVFRFTVBUX09VVENPTUVfVU5TUEVDSUZJRUQQABIcChhBVFRFTVBUX09VVENPTUVfQUNDRVBURUQQARIbChdBVFRFTVBUX09VVENPTUVfUkVGVVNFRBACKlgKCUxlYXNlTW9kZRIaChZMRUFTRV9NT0RFX1VOU1BFQ0lGSUVEEAASGAoUTEVBU0VfTU9ERV9FWENMVVNJVkUQARIVChFMRUFTRV9NT0RFX1NIQVJFRBACQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM");
 
 /**
  * A member's role in its team. Every team has exactly one lead.
@@ -135,6 +135,14 @@ export enum MemberChange {
    * @generated from enum value: MEMBER_CHANGE_PERMISSION_MODE = 4;
    */
   PERMISSION_MODE = 4,
+
+  /**
+   * Its presence changed (Member.presence: online, idle or offline), as the server's
+   * presence job saw it.
+   *
+   * @generated from enum value: MEMBER_CHANGE_PRESENCE = 5;
+   */
+  PRESENCE = 5,
 }
 
 /**
@@ -142,6 +150,93 @@ export enum MemberChange {
  */
 export const MemberChangeSchema: GenEnum<MemberChange> = /*@__PURE__*/
   enumDesc(file_team_v1_enums, 2);
+
+/**
+ * Whether a member is alive, as the server computes it from when it last saw the member
+ * (docs/presence.md): never from anything the member says about itself.
+ *
+ * @generated from enum team.v1.Presence
+ */
+export enum Presence {
+  /**
+   * @generated from enum value: PRESENCE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Seen within PRESENCE_ONLINE_S (default 60 s): an open inbox stream, an MCP or hook call,
+   * or any other call.
+   *
+   * @generated from enum value: PRESENCE_ONLINE = 1;
+   */
+  ONLINE = 1,
+
+  /**
+   * Seen within PRESENCE_OFFLINE_S (default 15 min), but not within PRESENCE_ONLINE_S.
+   *
+   * @generated from enum value: PRESENCE_IDLE = 2;
+   */
+  IDLE = 2,
+
+  /**
+   * Not seen for PRESENCE_OFFLINE_S, or never seen, or stopped.
+   *
+   * @generated from enum value: PRESENCE_OFFLINE = 3;
+   */
+  OFFLINE = 3,
+}
+
+/**
+ * Describes the enum team.v1.Presence.
+ */
+export const PresenceSchema: GenEnum<Presence> = /*@__PURE__*/
+  enumDesc(file_team_v1_enums, 3);
+
+/**
+ * How the server last saw a member (Member.last_seen_via).
+ *
+ * @generated from enum team.v1.SeenVia
+ */
+export enum SeenVia {
+  /**
+   * @generated from enum value: SEEN_VIA_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An open inbox stream (Subscribe): seen for as long as it stays open.
+   *
+   * @generated from enum value: SEEN_VIA_STREAM = 1;
+   */
+  STREAM = 1,
+
+  /**
+   * A call of the MCP bridge (`team mcp`, or the server's /mcp).
+   *
+   * @generated from enum value: SEEN_VIA_MCP = 2;
+   */
+  MCP = 2,
+
+  /**
+   * A call of a runtime hook (`team hook ...`, `team hooks install-git`'s pre-commit).
+   *
+   * @generated from enum value: SEEN_VIA_HOOK = 3;
+   */
+  HOOK = 3,
+
+  /**
+   * Any other authenticated call.
+   *
+   * @generated from enum value: SEEN_VIA_RPC = 4;
+   */
+  RPC = 4,
+}
+
+/**
+ * Describes the enum team.v1.SeenVia.
+ */
+export const SeenViaSchema: GenEnum<SeenVia> = /*@__PURE__*/
+  enumDesc(file_team_v1_enums, 4);
 
 /**
  * Permission modes, as in the seed (Claude Code's tool permission context).
@@ -179,7 +274,7 @@ export enum PermissionMode {
  * Describes the enum team.v1.PermissionMode.
  */
 export const PermissionModeSchema: GenEnum<PermissionMode> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 3);
+  enumDesc(file_team_v1_enums, 5);
 
 /**
  * The kinds of protocol request the server tracks.
@@ -246,7 +341,7 @@ export enum RequestKind {
  * Describes the enum team.v1.RequestKind.
  */
 export const RequestKindSchema: GenEnum<RequestKind> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 4);
+  enumDesc(file_team_v1_enums, 6);
 
 /**
  * Where a task stands, as the server records it.
@@ -285,7 +380,7 @@ export enum TaskState {
  * Describes the enum team.v1.TaskState.
  */
 export const TaskStateSchema: GenEnum<TaskState> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 5);
+  enumDesc(file_team_v1_enums, 7);
 
 /**
  * The state of a protocol request. pending is the only non-final state.
@@ -338,7 +433,7 @@ export enum RequestStatus {
  * Describes the enum team.v1.RequestStatus.
  */
 export const RequestStatusSchema: GenEnum<RequestStatus> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 6);
+  enumDesc(file_team_v1_enums, 8);
 
 /**
  * The outcome a worker reports for a task.
@@ -380,7 +475,7 @@ export enum TaskStatus {
  * Describes the enum team.v1.TaskStatus.
  */
 export const TaskStatusSchema: GenEnum<TaskStatus> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 7);
+  enumDesc(file_team_v1_enums, 9);
 
 /**
  * Where a task of the team's task list stands (Task.status). The words are those of Claude
@@ -438,7 +533,7 @@ export enum TaskProgress {
  * Describes the enum team.v1.TaskProgress.
  */
 export const TaskProgressSchema: GenEnum<TaskProgress> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 8);
+  enumDesc(file_team_v1_enums, 10);
 
 /**
  * What happened to a task (TeamEvent.task).
@@ -500,7 +595,7 @@ export enum TaskChange {
  * Describes the enum team.v1.TaskChange.
  */
 export const TaskChangeSchema: GenEnum<TaskChange> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 9);
+  enumDesc(file_team_v1_enums, 11);
 
 /**
  * How a protocol attempt ended (see Attempt).
@@ -532,7 +627,7 @@ export enum AttemptOutcome {
  * Describes the enum team.v1.AttemptOutcome.
  */
 export const AttemptOutcomeSchema: GenEnum<AttemptOutcome> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 10);
+  enumDesc(file_team_v1_enums, 12);
 
 /**
  * How a lease holds its resource (see Lease).
@@ -564,5 +659,5 @@ export enum LeaseMode {
  * Describes the enum team.v1.LeaseMode.
  */
 export const LeaseModeSchema: GenEnum<LeaseMode> = /*@__PURE__*/
-  enumDesc(file_team_v1_enums, 11);
+  enumDesc(file_team_v1_enums, 13);
 

@@ -61,7 +61,7 @@ export type TeamEvent = Message<"team.v1.TeamEvent"> & {
     case: "request";
   } | {
     /**
-     * A member was added, stopped or removed, or its permission mode changed.
+     * A member was added, stopped or removed, or its permission mode or presence changed.
      *
      * @generated from field: team.v1.MemberChanged member = 5;
      */
@@ -149,8 +149,9 @@ export type MemberChanged = Message<"team.v1.MemberChanged"> & {
   change: MemberChange;
 
   /**
-   * The member right after the change (role, status, permission mode). last_seen_at is not
-   * a change and is left unset: ListMembers has it.
+   * The member right after the change (role, status, permission mode, presence). For a
+   * MEMBER_CHANGE_PRESENCE, presence is the new state and last_seen_at / last_seen_via say
+   * what the server last saw; other changes leave last_seen_at unset (ListMembers has it).
    *
    * @generated from field: team.v1.Member member = 2;
    */

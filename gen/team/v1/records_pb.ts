@@ -6,7 +6,7 @@ import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { AttemptOutcome, LeaseMode, MemberRole, MemberStatus, PermissionMode, RequestKind, RequestStatus, TaskProgress, TaskState } from "./enums_pb.js";
+import type { AttemptOutcome, LeaseMode, MemberRole, MemberStatus, PermissionMode, Presence, RequestKind, RequestStatus, SeenVia, TaskProgress, TaskState } from "./enums_pb.js";
 import { file_team_v1_enums } from "./enums_pb.js";
 import type { Message as Message$1 } from "./message_pb.js";
 import { file_team_v1_message } from "./message_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file team/v1/records.proto.
  */
 export const file_team_v1_records: GenFile = /*@__PURE__*/
-  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEi9AEKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIrcBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJIoQDCg1SZXF1ZXN0UmVjb3JkEhIKCnJlcXVlc3RfaWQYASABKAkSIgoEa2luZBgCIAEoDjIULnRlYW0udjEuUmVxdWVzdEtpbmQSDAoEdGVhbRgDIAEoCRIMCgRmcm9tGAQgASgJEgoKAnRvGAUgASgJEiYKBnN0YXR1cxgGIAEoDjIWLnRlYW0udjEuUmVxdWVzdFN0YXR1cxIhCgdyZXF1ZXN0GAcgASgLMhAudGVhbS52MS5NZXNzYWdlEiIKCHJlc3BvbnNlGAggASgLMhAudGVhbS52MS5NZXNzYWdlEi4KCmNyZWF0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3Jlc29sdmVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAsgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgthbnN3ZXJlZF9ieRgMIAEoCSL4AQoHQXR0ZW1wdBIKCgJpZBgBIAEoBBIMCgR0ZWFtGAIgASgJEg4KBm1lbWJlchgDIAEoCRImCgJhdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGYWN0aW9uGAUgASgJEgoKAnRvGAYgASgJEhIKCnJlcXVlc3RfaWQYByABKAkSKAoHb3V0Y29tZRgIIAEoDjIXLnRlYW0udjEuQXR0ZW1wdE91dGNvbWUSDAoEcnVsZRgJIAEoCRIMCgRjb2RlGAogASgJEg8KB21lc3NhZ2UYCyABKAkSFAoMb25fYmVoYWxmX29mGAwgASgJIvcCCgRUYXNrEg8KB3Rhc2tfaWQYASABKAkSDAoEdGVhbRgCIAEoCRIhCgVzdGF0ZRgDIAEoDjISLnRlYW0udjEuVGFza1N0YXRlEg0KBW93bmVyGAQgASgJEi4KCmNyZWF0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3N1YmplY3QYByABKAkSEwoLZGVzY3JpcHRpb24YCCABKAkSEwoLYWN0aXZlX2Zvcm0YCSABKAkSEgoKYmxvY2tlZF9ieRgKIAMoCRIOCgZibG9ja3MYCyADKAkSFQoNb3Blbl9ibG9ja2VycxgMIAMoCRIlCgZzdGF0dXMYDSABKA4yFS50ZWFtLnYxLlRhc2tQcm9ncmVzcxINCgVyZWFkeRgOIAEoCBISCgpjcmVhdGVkX2J5GA8gASgJIs4BCgVMZWFzZRIQCghsZWFzZV9pZBgBIAEoCRIQCghyZXNvdXJjZRgCIAEoCRIgCgRtb2RlGAMgASgOMhIudGVhbS52MS5MZWFzZU1vZGUSDgoGaG9sZGVyGAQgASgJEg4KBnJlYXNvbhgFIAEoCRIvCgthY3F1aXJlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCMQoHdGVhbS52MVABWiR0ZWFtLXByb3RvY29scy9nZW4vZ28vdGVhbS92MTt0ZWFtdjFiBnByb3RvMw", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
+  fileDesc("ChV0ZWFtL3YxL3JlY29yZHMucHJvdG8SB3RlYW0udjEiwgIKBk1lbWJlchIMCgRuYW1lGAEgASgJEiEKBHJvbGUYAiABKA4yEy50ZWFtLnYxLk1lbWJlclJvbGUSJQoGc3RhdHVzGAMgASgOMhUudGVhbS52MS5NZW1iZXJTdGF0dXMSMAoPcGVybWlzc2lvbl9tb2RlGAQgASgOMhcudGVhbS52MS5QZXJtaXNzaW9uTW9kZRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxsYXN0X3NlZW5fYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiMKCHByZXNlbmNlGAcgASgOMhEudGVhbS52MS5QcmVzZW5jZRInCg1sYXN0X3NlZW5fdmlhGAggASgOMhAudGVhbS52MS5TZWVuVmlhIugBCghFbnZlbG9wZRIMCgR0ZWFtGAEgASgJEgsKA3NlcRgCIAEoBBIMCgRmcm9tGAMgASgJEgoKAnRvGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSKwoHc2VudF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASIQoHbWVzc2FnZRgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRISCgptZXNzYWdlX2lkGAggASgJEgoKAmlkGAkgASgJEhEKCXRocmVhZF9pZBgKIAEoCRIQCghyZXBseV90bxgLIAEoCSKEAwoNUmVxdWVzdFJlY29yZBISCgpyZXF1ZXN0X2lkGAEgASgJEiIKBGtpbmQYAiABKA4yFC50ZWFtLnYxLlJlcXVlc3RLaW5kEgwKBHRlYW0YAyABKAkSDAoEZnJvbRgEIAEoCRIKCgJ0bxgFIAEoCRImCgZzdGF0dXMYBiABKA4yFi50ZWFtLnYxLlJlcXVlc3RTdGF0dXMSIQoHcmVxdWVzdBgHIAEoCzIQLnRlYW0udjEuTWVzc2FnZRIiCghyZXNwb25zZRgIIAEoCzIQLnRlYW0udjEuTWVzc2FnZRIuCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgtyZXNvbHZlZF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKZXhwaXJlc19hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLYW5zd2VyZWRfYnkYDCABKAki+AEKB0F0dGVtcHQSCgoCaWQYASABKAQSDAoEdGVhbRgCIAEoCRIOCgZtZW1iZXIYAyABKAkSJgoCYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBmFjdGlvbhgFIAEoCRIKCgJ0bxgGIAEoCRISCgpyZXF1ZXN0X2lkGAcgASgJEigKB291dGNvbWUYCCABKA4yFy50ZWFtLnYxLkF0dGVtcHRPdXRjb21lEgwKBHJ1bGUYCSABKAkSDAoEY29kZRgKIAEoCRIPCgdtZXNzYWdlGAsgASgJEhQKDG9uX2JlaGFsZl9vZhgMIAEoCSL3AgoEVGFzaxIPCgd0YXNrX2lkGAEgASgJEgwKBHRlYW0YAiABKAkSIQoFc3RhdGUYAyABKA4yEi50ZWFtLnYxLlRhc2tTdGF0ZRINCgVvd25lchgEIAEoCRIuCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdzdWJqZWN0GAcgASgJEhMKC2Rlc2NyaXB0aW9uGAggASgJEhMKC2FjdGl2ZV9mb3JtGAkgASgJEhIKCmJsb2NrZWRfYnkYCiADKAkSDgoGYmxvY2tzGAsgAygJEhUKDW9wZW5fYmxvY2tlcnMYDCADKAkSJQoGc3RhdHVzGA0gASgOMhUudGVhbS52MS5UYXNrUHJvZ3Jlc3MSDQoFcmVhZHkYDiABKAgSEgoKY3JlYXRlZF9ieRgPIAEoCSLOAQoFTGVhc2USEAoIbGVhc2VfaWQYASABKAkSEAoIcmVzb3VyY2UYAiABKAkSIAoEbW9kZRgDIAEoDjISLnRlYW0udjEuTGVhc2VNb2RlEg4KBmhvbGRlchgEIAEoCRIOCgZyZWFzb24YBSABKAkSLwoLYWNxdWlyZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQjEKB3RlYW0udjFQAVokdGVhbS1wcm90b2NvbHMvZ2VuL2dvL3RlYW0vdjE7dGVhbXYxYgZwcm90bzM", [file_google_protobuf_timestamp, file_team_v1_enums, file_team_v1_message]);
 
 /**
  * A member of a team, as ListMembers shows it. Tokens are never shown here.
@@ -57,11 +57,29 @@ export type Member = Message<"team.v1.Member"> & {
   createdAt?: Timestamp | undefined;
 
   /**
-   * When the member last made an authenticated call (unset if never).
+   * When the server last saw the member: an authenticated call, or an inbox stream it held
+   * open (unset if never). Written at most every few seconds per member, so it may lag a
+   * call by that much.
    *
    * @generated from field: google.protobuf.Timestamp last_seen_at = 6;
    */
   lastSeenAt?: Timestamp | undefined;
+
+  /**
+   * Online, idle or offline, computed from last_seen_at when this record was read
+   * (docs/presence.md). A stopped member is offline.
+   *
+   * @generated from field: team.v1.Presence presence = 7;
+   */
+  presence: Presence;
+
+  /**
+   * What last_seen_at saw: an open stream, an MCP call, a hook call, or another call
+   * (unset if never seen).
+   *
+   * @generated from field: team.v1.SeenVia last_seen_via = 8;
+   */
+  lastSeenVia: SeenVia;
 };
 
 /**
@@ -135,6 +153,30 @@ export type Envelope = Message<"team.v1.Envelope"> & {
    * @generated from field: string message_id = 8;
    */
   messageId: string;
+
+  /**
+   * The sent message's id, e.g. "env_3kTm...": every recipient's copy of one Send (a
+   * broadcast's too) has the same. Name it as SendRequest.reply_to to answer this message.
+   *
+   * @generated from field: string id = 9;
+   */
+  id: string;
+
+  /**
+   * The thread the message is in (GetThread): its parent's when it replied to one; for a
+   * protocol request, its answer and its request_updates, the request's thread; else a
+   * new thread named after the message itself.
+   *
+   * @generated from field: string thread_id = 10;
+   */
+  threadId: string;
+
+  /**
+   * The id of the message this one replied to; "" when none.
+   *
+   * @generated from field: string reply_to = 11;
+   */
+  replyTo: string;
 };
 
 /**

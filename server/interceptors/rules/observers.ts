@@ -14,9 +14,13 @@ const OBSERVER_MAY = new Set<unknown>([
   M.awaitRequest,
   M.listAttempts,
   M.watchTeam,
+  M.exportTeam,
   M.getTask,
   M.listTasks,
   M.listLeases,
+  M.getThread,
+  M.listThreads,
+  M.searchMessages,
 ]);
 
 /**
@@ -33,7 +37,7 @@ export const observerReadOnly: Rule = {
       sentence: inbox
         ? `an observer has no inbox (${method.name}): WatchTeam shows everything the team stores`
         : `an observer is read-only: ${method.name} is refused (it may ListMembers, ListRequests, ` +
-          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, GetTask, ListTasks, ListLeases and RotateToken its own token)",
+          "GetRequest, AwaitRequest, ListAttempts, WatchTeam, ExportTeam, GetTask, ListTasks, ListLeases, GetThread, ListThreads, SearchMessages and RotateToken its own token)",
     };
   },
 };
@@ -49,6 +53,21 @@ export const watchLeadOrObserver: Rule = {
     return {
       sentence:
         "only the lead and observers may watch the whole team; a teammate follows its own inbox (Subscribe)",
+    };
+  },
+};
+
+/** export-lead-or-observer: the whole team's history is for the lead and observers. */
+export const exportLeadOrObserver: Rule = {
+  id: "export-lead-or-observer",
+  refusal: "permission-denied",
+  check({ method, caller }) {
+    if (method !== M.exportTeam || caller?.role === "lead" || caller?.role === "observer") {
+      return undefined;
+    }
+    return {
+      sentence:
+        "only the lead and observers may export the team; a teammate reads its own inbox (ReadInbox)",
     };
   },
 };

@@ -1,6 +1,7 @@
 import { MAX_MESSAGE_ID_CHARS, MAX_SEQ, MAX_TTL_MS, MIN_TTL_MS } from "../../domain/limits.js";
 import { BROADCAST } from "../../domain/names.js";
 import { enumValueViolation } from "./enum-values.js";
+import { getThreadShape, replyToViolation, searchMessagesShape } from "./history-shape.js";
 import {
   acquireLeaseShape,
   listLeasesShape,
@@ -11,6 +12,9 @@ import { messageShapeViolation } from "./message-shape.js";
 import { nameViolation, requestIdViolation, taskIdViolation } from "./names.js";
 import { type AnyRequest, M, type Rule, type RuleCall, type Violation } from "./rule.js";
 import { createTaskShape, listTasksShape, updateTaskShape } from "./task-list-shape.js";
+
+/** An Ed25519 public key in PEM is about 113 characters; room for comments and line ends. */
+const MAX_PUBLIC_KEY_CHARS = 4096;
 
 /**
  * size-shape: names, ids, cursors, enum values and bodies have the shapes and sizes the contract promises.
@@ -36,6 +40,14 @@ export const sizeShape: Rule = {
         return nameViolation(request.name, "name", "name");
       case M.deleteTeam:
         return nameViolation(request.team, "team", "team");
+      case M.importTeam:
+        if (request.publicKey.length > MAX_PUBLIC_KEY_CHARS) {
+          return {
+            sentence: `public_key is longer than ${MAX_PUBLIC_KEY_CHARS} characters`,
+            field: "public_key",
+          };
+        }
+        return request.team === "" ? undefined : nameViolation(request.team, "team", "team");
       case M.rotateToken:
         return request.member === ""
           ? undefined
@@ -52,7 +64,7 @@ export const sizeShape: Rule = {
           : undefined;
       case M.readInbox:
       case M.subscribe:
-        return request.afterSeq !== undefined && request.afterSeq > MAX_SEQ
+        return (request.afterSeq ?? 0n) > MAX_SEQ
           ? { sentence: `after_seq is larger than ${MAX_SEQ}`, field: "after_seq" }
           : undefined;
       case M.listRequests:
@@ -76,6 +88,10 @@ export const sizeShape: Rule = {
         return releaseLeaseShape(request);
       case M.listLeases:
         return listLeasesShape(request);
+      case M.getThread:
+        return getThreadShape(request);
+      case M.searchMessages:
+        return searchMessagesShape(request);
     }
     return undefined;
   },
@@ -96,6 +112,8 @@ function sendShape(request: AnyRequest): Violation | undefined {
     const v = nameViolation(request.to, "to", "to");
     if (v) return v;
   }
+  const replyTo = replyToViolation(request.replyTo);
+  if (replyTo) return replyTo;
   if ([...request.messageId].length > MAX_MESSAGE_ID_CHARS) {
     return {
       sentence: `message_id is longer than ${MAX_MESSAGE_ID_CHARS} characters`,

@@ -3,7 +3,7 @@ import { callerKey } from "../../caller.js";
 import { RuleViolationError } from "../../errors.js";
 import { noBroadcast, serverOnly } from "./addressing.js";
 import { approverActsForLead } from "./approver.js";
-import { observerReadOnly, watchLeadOrObserver } from "./observers.js";
+import { exportLeadOrObserver, observerReadOnly, watchLeadOrObserver } from "./observers.js";
 import { permissionToLead } from "./permission.js";
 import { leadOnlyApproval, planToLead } from "./plan-approval.js";
 import { reasonOnReject } from "./reason-on-reject.js";
@@ -28,6 +28,7 @@ export const rules: readonly Rule[] = [
   observerReadOnly,
   approverActsForLead,
   watchLeadOrObserver,
+  exportLeadOrObserver,
   serverOnly,
   noBroadcast,
   leadOnlyShutdown,

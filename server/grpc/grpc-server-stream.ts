@@ -9,14 +9,10 @@ import {
   type StreamResponse,
 } from "@connectrpc/connect";
 import { createWritePressure } from "../http/write-pressure.js";
-import {
-  type AnyMessage,
-  applyInterceptors,
-  type CallPipeline,
-  callOf,
-  GrpcCall,
-  type GrpcMethod,
-} from "./grpc-call-context.js";
+import { callOf } from "./call-objects.js";
+import { applyInterceptors, type CallPipeline } from "./call-pipeline.js";
+import { GrpcCall } from "./grpc-call.js";
+import type { AnyMessage, GrpcMethod } from "./grpc-method.js";
 import { readOneMessage } from "./grpc-request.js";
 import { endResponse, envelopeOf, sendHeaders } from "./grpc-response.js";
 

@@ -1,13 +1,10 @@
 import type http2 from "node:http2";
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import type { Interceptor, MethodImplSpec, UnaryRequest, UnaryResponse } from "@connectrpc/connect";
-import {
-  applyInterceptors,
-  type CallPipeline,
-  callOf,
-  GrpcCall,
-  type GrpcMethod,
-} from "./grpc-call-context.js";
+import { callOf } from "./call-objects.js";
+import { applyInterceptors, type CallPipeline } from "./call-pipeline.js";
+import { GrpcCall } from "./grpc-call.js";
+import type { GrpcMethod } from "./grpc-method.js";
 import { readOneMessage } from "./grpc-request.js";
 import { endResponse, envelopeOf } from "./grpc-response.js";
 

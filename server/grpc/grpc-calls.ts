@@ -1,12 +1,12 @@
 import type http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import { createServiceImplSpec, type ServiceImpl } from "@connectrpc/connect";
-import { createMethodSerializationLookup } from "@connectrpc/connect/protocol";
-import { parseContentType } from "@connectrpc/connect/protocol-grpc";
 import type { RawStreams } from "../http/http-server.js";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
 import type { Logger } from "../logger.js";
-import type { CallPipeline, GrpcMethod } from "./grpc-call-context.js";
+import type { CallPipeline } from "./call-pipeline.js";
+import { createMethodSerializationLookup, parseContentType } from "./connect-internals.js";
+import type { GrpcMethod } from "./grpc-method.js";
 import {
   type ServerStreamChain,
   serverStreamChain,
@@ -24,11 +24,6 @@ export interface GrpcCallsOptions<S extends DescService> {
   /** The same implementation object connect-node's router serves (app.ts). */
   impl: Partial<ServiceImpl<S>>;
   pipeline: CallPipeline;
-  /**
-   * Streams served by their own code instead, when it accepts them: gRPC Subscribe, whose
-   * idle streams through the pipeline held twice the memory (grpc-subscribe.ts says why).
-   */
-  handWritten?: RawStreams;
   logger: Logger;
 }
 
@@ -80,7 +75,6 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
   };
   return {
     accepts(headers) {
-      if (options.handWritten?.accepts(headers)) return true;
       if (headers[":method"] !== "POST") return false;
       const path = headers[":path"];
       if (path === undefined || !path.startsWith(servicePrefix) || !servedHere(path)) {
@@ -89,10 +83,6 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
       return parseContentType(headers["content-type"] ?? null) !== undefined;
     },
     serve(stream, headers, guard) {
-      if (options.handWritten?.accepts(headers)) {
-        options.handWritten.serve(stream, headers, guard);
-        return;
-      }
       const path = headers[":path"] as string;
       const method = served.get(path);
       if (!method) {

@@ -1,6 +1,6 @@
 import type http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type Compression, envelopeDecompress } from "@connectrpc/connect/protocol";
+import { type Compression, envelopeDecompress } from "./connect-internals.js";
 
 /** The gRPC envelope's flag for a compressed message. */
 const COMPRESSED = 0b1;

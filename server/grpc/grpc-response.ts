@@ -1,8 +1,12 @@
 import type http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type Compression, encodeEnvelope, envelopeCompress } from "@connectrpc/connect/protocol";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { finishUnreadStreamBody } from "../http/oversized-request-bodies.js";
+import {
+  type Compression,
+  encodeEnvelope,
+  envelopeCompress,
+  setTrailerStatus,
+} from "./connect-internals.js";
 
 /** connect's default compressMinBytes: smaller messages are sent uncompressed. */
 export const COMPRESS_MIN_BYTES = 1024;

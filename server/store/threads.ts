@@ -1,0 +1,127 @@
+import type { Queryable } from "./database.js";
+import {
+  ENVELOPE_COLUMNS,
+  type HistoryMessage,
+  type HistorySqlRow,
+  ONE_COPY,
+  type Reader,
+  readerParams,
+  toHistoryMessage,
+  VISIBLE,
+} from "./history-visibility.js";
+
+/**
+ * The SQL condition on `messages m` for the rows of thread `id`, in the form its two indexes
+ * serve (migration 013): its root by messages_envelope, the rest by the partial
+ * messages_thread, which holds only rows whose thread is not their own envelope.
+ */
+const inThread = (id: string) =>
+  `m.thread_id = ${id} AND (m.envelope_id = ${id} OR m.thread_id <> m.envelope_id)`;
+
+/**
+ * The thread of a message `reader` may read, by its envelope id (Send's reply_to); undefined
+ * when there is none: unknown, of another team, or not the reader's to read.
+ */
+export async function threadOfVisible(
+  db: Queryable,
+  reader: Reader,
+  envelopeId: string,
+): Promise<string | undefined> {
+  const [row] = await db.query<{ thread_id: string }>(
+    `SELECT m.thread_id FROM messages m WHERE m.envelope_id = $4 AND ${VISIBLE} LIMIT 1`,
+    [...readerParams(reader), envelopeId],
+  );
+  return row?.thread_id;
+}
+
+/**
+ * The messages of a thread the reader may read, one copy each, oldest first, after the one
+ * at feed position `after`; at most `limit`.
+ */
+export async function readThread(
+  db: Queryable,
+  reader: Reader,
+  threadId: string,
+  after: bigint | undefined,
+  limit: number,
+): Promise<HistoryMessage[]> {
+  const rows = await db.query<HistorySqlRow>(
+    `SELECT * FROM (
+       SELECT DISTINCT ON (m.envelope_id) ${ENVELOPE_COLUMNS}
+       FROM messages m WHERE ${inThread("$4")} AND ${VISIBLE}
+       ORDER BY ${ONE_COPY}
+     ) t
+     WHERE $5::bigint IS NULL OR feed_position > $5::bigint
+     ORDER BY feed_position LIMIT $6`,
+    [...readerParams(reader), threadId, after ?? null, limit],
+  );
+  return rows.map(toHistoryMessage);
+}
+
+export interface ThreadRow {
+  threadId: string;
+  first: HistoryMessage;
+  latest: HistoryMessage;
+  messageCount: number;
+  /** The feed position of its newest message: the page token. */
+  lastPosition: bigint;
+}
+
+/**
+ * The threads the reader may read, the most recently active first (by the feed position of
+ * their newest message), below feed position `before`; at most `limit`.
+ */
+export async function listThreads(
+  db: Queryable,
+  reader: Reader,
+  before: bigint | undefined,
+  limit: number,
+): Promise<ThreadRow[]> {
+  const rows = await db.query<
+    HistorySqlRow & { which: "first" | "latest"; message_count: number; last_position: bigint }
+  >(
+    // Copies of a broadcast have positions of their own; the thread's span is taken over
+    // the reader's copies and counted per envelope, then its ends read by position.
+    `WITH visible AS (
+       SELECT m.thread_id, m.envelope_id, m.feed_position FROM messages m WHERE ${VISIBLE}
+     ),
+     threads AS (
+       SELECT thread_id, min(feed_position) AS first_position,
+              max(feed_position) AS last_position,
+              count(DISTINCT envelope_id)::int AS message_count
+       FROM visible GROUP BY thread_id
+       HAVING $4::bigint IS NULL OR max(feed_position) < $4::bigint
+       ORDER BY last_position DESC LIMIT $5
+     )
+     SELECT t.last_position, t.message_count, ends.which, e.*
+     FROM threads t
+     CROSS JOIN LATERAL (VALUES ('first', t.first_position), ('latest', t.last_position))
+       AS ends (which, position)
+     -- Lateral, so each end is found through the thread's indexes (no index leads with
+     -- feed_position).
+     CROSS JOIN LATERAL (
+       SELECT ${ENVELOPE_COLUMNS} FROM messages m
+       WHERE m.team_id = $1 AND ${inThread("t.thread_id")} AND m.feed_position = ends.position
+       LIMIT 1
+     ) e
+     ORDER BY t.last_position DESC, ends.which`,
+    [...readerParams(reader), before ?? null, limit],
+  );
+  const threads: ThreadRow[] = [];
+  for (const row of rows) {
+    const message = toHistoryMessage(row);
+    if (row.which === "first") {
+      threads.push({
+        threadId: row.thread_id,
+        first: message,
+        latest: message,
+        messageCount: row.message_count,
+        lastPosition: row.last_position,
+      });
+    } else {
+      const thread = threads.at(-1);
+      if (thread) thread.latest = message;
+    }
+  }
+  return threads;
+}
