@@ -1,3 +1,4 @@
+import type http2 from "node:http2";
 import type { ContextValues, HandlerContext } from "@connectrpc/connect";
 import type { GrpcCall } from "./grpc-call.js";
 
@@ -15,6 +16,12 @@ import type { GrpcCall } from "./grpc-call.js";
 const CALL = Symbol("team.grpcCall");
 /** Where a handler context keeps the request whose signal it gives. */
 const REQUEST = Symbol("team.grpcRequest");
+/**
+ * Where a request keeps the call's URL (a copy of the request keeps it too): the call does
+ * not, since a stream's call outlives its request, and the URL is made of the request's
+ * header strings.
+ */
+const URL = Symbol("team.grpcUrl");
 
 interface OfCall {
   [CALL]: GrpcCall;
@@ -50,18 +57,27 @@ const CONTEXT_ACCESSORS = {
 const noTimeout = () => undefined;
 
 /** The request the interceptors see (connect's shape), its signal the call's, made lazily. */
-export function requestOf(call: GrpcCall, stream: boolean, message: unknown): object {
+export function requestOf(
+  call: GrpcCall,
+  stream: boolean,
+  message: unknown,
+  headers: http2.IncomingHttpHeaders,
+  header: Headers,
+  contextValues: ContextValues,
+): object {
   const spec = call.method.spec;
+  const url = `http://${headers[":authority"] ?? ""}${headers[":path"] ?? ""}`;
   const req = {
     [CALL]: call,
+    [URL]: url,
     stream,
     message,
     method: spec.method,
     service: spec.method.parent,
     requestMethod: "POST",
-    url: call.url,
-    header: call.requestHeader,
-    contextValues: call.values,
+    url,
+    header,
+    contextValues,
   };
   return Object.defineProperty(req, "signal", SIGNAL_OF_CALL);
 }
@@ -85,6 +101,8 @@ export function handlerContextOf(
     header: Headers;
     contextValues: ContextValues;
     readonly signal: AbortSignal;
+    url: string;
+    [URL]?: string;
   },
 ): HandlerContext {
   const ctx = {
@@ -94,7 +112,8 @@ export function handlerContextOf(
     service: req.service,
     requestMethod: "POST",
     protocolName: "grpc",
-    url: call.url,
+    // The call's URL, as connect's context has it, whatever an interceptor made of req.url.
+    url: req[URL] ?? req.url,
     requestHeader: req.header,
     values: req.contextValues,
     timeoutMs: call.deadlineAt === undefined ? noTimeout : () => call.timeoutMs(),

@@ -26,6 +26,22 @@ import { errorTrailerObject, nodeHeaders, setErrorTrailers } from "./grpc-respon
 import { RequestHeaders } from "./request-headers.js";
 import { copyHeaders, fixedResponseHeader, OK_TRAILERS } from "./response-metadata.js";
 
+/** A call without grpc-timeout, and one without compression: shared, not one per call. */
+const NO_TIMEOUT: GrpcCall["timeout"] = Object.freeze({});
+const IDENTITY: GrpcCall["compression"] = Object.freeze({ request: null, response: null });
+
+/** Where a stream keeps its call once the call's signal exists, for abortOnClose. */
+const CALL_OF_STREAM = Symbol("team.grpcCallOfStream");
+type StreamOfCall = http2.ServerHttp2Stream & { [CALL_OF_STREAM]?: GrpcCall };
+
+/** Shared by every call (not a closure each: a stream keeps it for as long as it is open). */
+function abortOnClose(this: StreamOfCall): void {
+  this[CALL_OF_STREAM]?.abort(clientGone());
+}
+
+const requestHeaders = (headers: http2.IncomingHttpHeaders) =>
+  new RequestHeaders(headers) as unknown as Headers;
+
 const one = (value: string | string[] | undefined): string | null =>
   value === undefined ? null : Array.isArray(value) ? (value[0] ?? null) : value;
 
@@ -38,14 +54,14 @@ const one = (value: string | string[] | undefined): string | null =>
  *   listeners; a Send never looks at its signal. Made on first use, it is aborted at once if
  *   the client has already reset the stream, and from then on when it does; a deadline's timer
  *   makes and aborts it when it fires;
- * - the request headers (request-headers.ts);
+ * - the request headers (request-headers.ts), which only the request the interceptors see
+ *   keeps (with the context values): a stream's call outlives its request, and an idle
+ *   stream would hold Node's header object (a property dictionary) and its strings;
  * - the response headers and trailers: until a handler or interceptor asks for them, the
  *   response goes out with fixed header objects (response-metadata.ts).
  * The request, response and handler context it hands out are call-objects.ts's.
  */
 export class GrpcCall {
-  readonly values: ContextValues;
-  readonly requestHeader: Headers;
   /** grpc-timeout: its error is the refusal connect raises before reading the body. */
   readonly timeout: { timeoutMs?: number | undefined; error?: ConnectError | undefined };
   /** grpc-encoding negotiated; its error is likewise raised before the body is read. */
@@ -54,7 +70,6 @@ export class GrpcCall {
     response: Compression | null;
     error?: ConnectError | undefined;
   };
-  readonly url: string;
   /** When the deadline passes (Date.now() time), if the request set one. */
   readonly deadlineAt: number | undefined;
   #controller: AbortController | undefined;
@@ -67,18 +82,19 @@ export class GrpcCall {
     headers: http2.IncomingHttpHeaders,
     readonly method: GrpcMethod,
     pipeline: CallPipeline,
-    values: ContextValues,
   ) {
-    this.values = values;
-    this.requestHeader = new RequestHeaders(headers) as unknown as Headers;
-    this.url = `http://${headers[":authority"] ?? ""}${headers[":path"] ?? ""}`;
-    this.timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
-    this.compression = compressionNegotiate(
+    const timeout = parseTimeout(one(headers["grpc-timeout"]), Number.MAX_SAFE_INTEGER);
+    this.timeout = timeout.timeoutMs === undefined && !timeout.error ? NO_TIMEOUT : timeout;
+    const compression = compressionNegotiate(
       pipeline.acceptCompression,
       one(headers["grpc-encoding"]),
       one(headers["grpc-accept-encoding"]),
       headerAcceptEncoding,
     );
+    this.compression =
+      compression.request === null && compression.response === null && !compression.error
+        ? IDENTITY
+        : compression;
     const timeoutMs = this.timeout.timeoutMs;
     this.deadlineAt = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
     if (timeoutMs !== undefined) {
@@ -139,14 +155,35 @@ export class GrpcCall {
     return nodeHeaders(setTrailerStatus(this.#responseTrailer, undefined));
   }
 
-  /** The request the interceptors see for a unary call (connect's, with a lazy signal). */
-  unaryRequest(message: AnyMessage): UnaryRequest<DescMessage, DescMessage> {
-    return requestOf(this, false, message) as UnaryRequest<DescMessage, DescMessage>;
+  /**
+   * The request the interceptors see for a unary call (connect's, with a lazy signal), with
+   * the request's headers and the call's context values.
+   */
+  unaryRequest(
+    message: AnyMessage,
+    headers: http2.IncomingHttpHeaders,
+    values: ContextValues,
+  ): UnaryRequest<DescMessage, DescMessage> {
+    return requestOf(
+      this,
+      false,
+      message,
+      headers,
+      requestHeaders(headers),
+      values,
+    ) as UnaryRequest<DescMessage, DescMessage>;
   }
 
   /** The request for a server-streaming call: `input` yields the one request message. */
-  streamRequest(input: AsyncIterable<AnyMessage>): StreamRequest<DescMessage, DescMessage> {
-    return requestOf(this, true, input) as StreamRequest<DescMessage, DescMessage>;
+  streamRequest(
+    input: AsyncIterable<AnyMessage>,
+    headers: http2.IncomingHttpHeaders,
+    values: ContextValues,
+  ): StreamRequest<DescMessage, DescMessage> {
+    return requestOf(this, true, input, headers, requestHeaders(headers), values) as StreamRequest<
+      DescMessage,
+      DescMessage
+    >;
   }
 
   /** The implementation's answer as the interceptors see it; headers and trailers the call's. */
@@ -183,7 +220,11 @@ export class GrpcCall {
       this.#controller = controller;
       // Made after the client reset the stream: aborted at once, as it would have been.
       if (this.stream.closed || this.stream.destroyed) controller.abort(clientGone());
-      else this.stream.once("close", () => this.abort(clientGone()));
+      else {
+        (this.stream as StreamOfCall)[CALL_OF_STREAM] = this;
+        // `on`: 'close' comes once, and once() would wrap the listener in two more objects.
+        this.stream.on("close", abortOnClose);
+      }
     }
     return controller;
   }

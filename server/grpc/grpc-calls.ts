@@ -67,7 +67,7 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
   const methodPaths = new Set(options.service.methods.map((m) => `${servicePrefix}${m.name}`));
   /** Served here: the methods above, and paths that name no method. */
   const servedHere = (path: string) => served.has(path) || !methodPaths.has(path);
-  const report = (path: string | undefined, stream: http2.ServerHttp2Stream) => (err: unknown) => {
+  const escaped = (stream: http2.ServerHttp2Stream, path: string, err: unknown) => {
     // Every call answers its own errors; what escapes is a bug: logged, the stream reset,
     // the process kept.
     logger.error({ event: "rpc_error", path, err }, "gRPC call handler failed");
@@ -95,12 +95,19 @@ export function createGrpcCalls<S extends DescService>(options: GrpcCallsOptions
       }
       const type = parseContentType(headers["content-type"] ?? null);
       const chosen = type?.binary ? method.proto : method.json;
+      if (chosen.kind === "unary") {
+        serveUnary(stream, headers, chosen, pipeline).catch((err: unknown) =>
+          escaped(stream, path, err),
+        );
+        return;
+      }
       // Only a stream's answer is written with write(), which the slow-consumer guard watches.
-      const call =
-        chosen.kind === "unary"
-          ? serveUnary(stream, headers, chosen, pipeline)
-          : serveServerStream(stream, headers, guard(), chosen, pipeline);
-      call.catch(report(path, stream));
+      // A stream reports what escapes itself (no reaction per stream waiting on its end).
+      try {
+        serveServerStream(stream, headers, guard(), chosen, pipeline, escaped);
+      } catch (err) {
+        escaped(stream, path, err);
+      }
     },
   };
 }

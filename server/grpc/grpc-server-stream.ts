@@ -8,7 +8,7 @@ import {
   type StreamRequest,
   type StreamResponse,
 } from "@connectrpc/connect";
-import { createWritePressure } from "../http/write-pressure.js";
+import { createWritePressure, type WritePressureSource } from "../http/write-pressure.js";
 import { callOf } from "./call-objects.js";
 import { applyInterceptors, type CallPipeline } from "./call-pipeline.js";
 import { GrpcCall } from "./grpc-call.js";
@@ -50,40 +50,60 @@ export function serverStreamChain(
  * headers go out with the first message, each message is one envelope, the status is in the
  * trailers.
  *
- * What a slow stream holds: the next message is pulled from the handler only once the last
- * was written out (or the stream drained), and a write the stream does not accept at once
- * is reported to the handler through its write pressure (handlers/subscribe.ts then lets
- * go of the rest of its page). Without connect-node's pipe of transforms, an idle stream
- * holds its handler's generator, the interceptors' wrappers, its GrpcCall and this frame.
+ * Not an async function: its arguments (Node's header object among them) would stay on the
+ * heap for as long as the stream is open. Only the request the interceptors see keeps the
+ * headers and the context values, and nothing keeps that request once the chain answered
+ * (the interceptors' stream hooks keep only what they need of it), so an idle stream holds
+ * its handler's generator, the hooks, its GrpcCall and writeMessages' frame.
  */
-export async function serveServerStream(
+export function serveServerStream(
   stream: http2.ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
   cut: AbortSignal | undefined,
   method: GrpcMethod & { chain: ServerStreamChain },
   pipeline: CallPipeline,
-): Promise<void> {
-  const { spec, serialization, binary } = method;
+  /** What escapes the call (a bug): the shared reporter, not a closure per stream. */
+  escaped: Escaped,
+): void {
   const pressure = createWritePressure();
-  const call = new GrpcCall(
-    stream,
-    headers,
-    method,
-    pipeline,
-    pipeline.contextValues(cut, pressure, stream.session?.socket?.remoteAddress),
-  );
+  const call = new GrpcCall(stream, headers, method, pipeline);
+  const values = pipeline.contextValues(cut, pressure, stream.session?.socket?.remoteAddress);
   const input = new OneRequestMessage(stream, call, pipeline.readMaxBytes);
-  const output = serialization.getO(binary);
-  const schema = spec.method.output;
+  let answer: Promise<AnyStreamResponse>;
+  try {
+    answer = method.chain(call.streamRequest(input, headers, values));
+  } catch (error) {
+    answer = Promise.reject(error);
+  }
+  void writeMessages(stream, call, pressure, answer, escaped);
+}
+
+/** Reports an error that escaped a call (grpc-calls.ts logs it and resets the stream). */
+export type Escaped = (stream: http2.ServerHttp2Stream, path: string, err: unknown) => void;
+
+/**
+ * Writes the chain's answer out. What a slow stream holds: the next message is pulled from
+ * the handler only once the last was written out (or the stream drained), and a write the
+ * stream does not accept at once is reported to the handler through its write pressure
+ * (handlers/subscribe.ts then lets go of the rest of its page).
+ */
+async function writeMessages(
+  stream: http2.ServerHttp2Stream,
+  call: GrpcCall,
+  pressure: WritePressureSource,
+  answer: Promise<AnyStreamResponse>,
+  escaped: Escaped,
+): Promise<void> {
   let failed: { error: unknown } | undefined;
   try {
-    const res = await method.chain(call.streamRequest(input));
+    const res = await answer;
     call.adoptHeader(res);
+    const { serialization, binary, spec } = call.method;
     for await (const message of res.message) {
       if (stream.destroyed || stream.closed) break;
       if (!stream.headersSent) sendHeaders(stream, call.responseHeaderObject());
       const bytes = await envelopeOf(
-        output.serialize(create(schema, message)),
+        serialization.getO(binary).serialize(create(spec.method.output, message)),
         call.compression.response,
       );
       if (!stream.write(bytes)) {
@@ -97,14 +117,19 @@ export async function serveServerStream(
   } catch (error) {
     failed = { error };
   }
-  endResponse(stream, call.responseHeaderObject(), undefined, call.trailerObject(failed));
-  call.end();
+  try {
+    endResponse(stream, call.responseHeaderObject(), undefined, call.trailerObject(failed));
+    call.end();
+  } catch (err) {
+    const { method } = call.method.spec;
+    escaped(stream, `/${method.parent.typeName}/${method.name}`, err);
+  }
 }
 
 /**
  * The request's one message, as the chain's input: read from the stream when first asked
  * for (inside the interceptors, as on connect-node), then done. A class, not an object of
- * closures: the request holds it for as long as the stream is open.
+ * closures.
  */
 class OneRequestMessage implements AsyncIterableIterator<AnyMessage> {
   #read = false;

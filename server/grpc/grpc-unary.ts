@@ -56,7 +56,7 @@ export async function serveUnary(
     undefined,
     stream.session?.socket?.remoteAddress,
   );
-  const call = new GrpcCall(stream, headers, method, pipeline, values);
+  const call = new GrpcCall(stream, headers, method, pipeline);
   let last: Uint8Array | undefined;
   let failed: { error: unknown } | undefined;
   try {
@@ -69,7 +69,7 @@ export async function serveUnary(
       parse: (data) => serialization.getI(binary).parse(data),
       kind: "unary",
     });
-    const res = await method.chain(call.unaryRequest(input));
+    const res = await method.chain(call.unaryRequest(input, headers, values));
     call.adoptHeader(res);
     call.adoptTrailer(res);
     last = await envelopeOf(

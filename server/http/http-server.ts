@@ -69,7 +69,9 @@ export interface ServerOptions {
   /** Concurrent streams a client may open on one HTTP/2 connection (SETTINGS). Default 256. */
   maxStreamsPerConnection?: number;
   /** Counts connections by HTTP version and open HTTP/2 streams (App.metrics). */
-  metrics?: Pick<Metrics, "connectionOpened" | "streamOpened" | "refused"> | undefined;
+  metrics?:
+    | Pick<Metrics, "connectionOpened" | "streamOpened" | "streamClosed" | "refused">
+    | undefined;
 }
 
 export interface RunningServer {
@@ -109,12 +111,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   let stopping = false;
   let drained: (() => void) | undefined;
   /** Counts a call in flight until `call` closes (a graceful stop waits for none left). */
-  const countInFlight = (call: { once(event: "close", listener: () => void): unknown }) => {
+  // One listener for every call (not a closure each: an idle stream keeps it for hours);
+  // `on`, not `once`: a response or stream emits 'close' once, and once() wraps each
+  // listener in two more objects.
+  const callClosed = () => {
+    inFlight--;
+    if (inFlight === 0) drained?.();
+  };
+  const countInFlight = (call: { on(event: "close", listener: () => void): unknown }) => {
     inFlight++;
-    call.once("close", () => {
-      inFlight--;
-      if (inFlight === 0) drained?.();
-    });
+    call.on("close", callClosed);
   };
   const logCut = (path: string | undefined) => (stalledMs: number) =>
     logger.warn(
@@ -190,7 +196,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       countInFlight(stream);
       // A reset (the client cancelled, or the guard cut it) is an 'error' on a bare stream:
       // it ends the call through 'close', and must not end the process.
-      stream.on("error", () => {});
+      stream.on("error", ignore);
       raw.serve(stream, headers, () =>
         guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])),
       );
@@ -198,7 +204,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   const metrics = options.metrics;
   // After the listeners above (the first 'stream' listener is Node's compatibility one).
-  if (metrics) h2.on("stream", (stream) => stream.once("close", metrics.streamOpened()));
+  if (metrics) {
+    h2.on("stream", (stream) => {
+      metrics.streamOpened();
+      stream.on("close", metrics.streamClosed);
+    });
+  }
   // One log line per second at most, with the count and the last path: thousands of streams
   // opened together expire together, and a synchronous line each (pino writes to stderr)
   // made the burst of resets longer by as much again.
@@ -406,3 +417,6 @@ function routeBySniffing(socket: net.Socket, route: (isH2: boolean) => void): vo
   };
   socket.on("readable", onReadable);
 }
+
+/** A bare stream's 'error' listener: its reset ends the call through 'close' instead. */
+function ignore(): void {}

@@ -103,14 +103,18 @@ export function closeWhenIdle(
       session.close();
     }, idleMs);
   };
+  // One listener for the session's streams, not a closure per stream (an idle one keeps it
+  // for hours); `on`, not `once`: a stream emits 'close' once, and once() wraps each listener
+  // in two more objects.
+  const streamClosed = () => {
+    open--;
+    if (open === 0 && !session.closed && !session.destroyed) arm();
+  };
   session.on("stream", (stream: http2.ServerHttp2Stream) => {
     open++;
     clearTimeout(timer);
     idleConnections?.markBusy(session);
-    stream.once("close", () => {
-      open--;
-      if (open === 0 && !session.closed && !session.destroyed) arm();
-    });
+    stream.on("close", streamClosed);
   });
   session.once("close", () => {
     clearTimeout(timer);

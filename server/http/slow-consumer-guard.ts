@@ -68,73 +68,114 @@ export function guardSlowStream(
   limitMs: number,
   onCut: (stalledMs: number) => void,
 ): AbortSignal {
-  return guardWrites(
-    stream,
-    limitMs,
-    () => stream.close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM),
-    onCut,
-  );
+  return guardWrites(stream, limitMs, resetStream, onCut);
 }
+
+/** Shared by every bare stream (not a closure each). */
+function resetStream(out: Out): void {
+  (out as http2.ServerHttp2Stream).close(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+type Out = Response | http2.ServerHttp2Stream;
+type Write = (chunk: Uint8Array, ...rest: unknown[]) => boolean;
+
+/** Where a guarded response keeps its guard, for the listeners every response shares. */
+const GUARD = Symbol("team.writeGuard");
 
 /** Watches `out`'s writes; returns the signal that aborts when `reset` cut it. */
 function guardWrites(
-  out: Response | http2.ServerHttp2Stream,
+  out: Out,
   limitMs: number,
-  reset: () => void,
+  reset: (out: Out) => void,
   onCut: (stalledMs: number) => void,
   pressure?: WritePressureSource,
 ): AbortSignal {
-  const cutController = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  let since = 0;
-  let flushedLast = true;
+  const guard = new WriteGuard(out, out.write as Write, limitMs, reset, onCut, pressure);
+  (out as Out & { [GUARD]?: WriteGuard })[GUARD] = guard;
+  // The handler writes through write(): each write is where a stall shows.
+  (out as { write: Write }).write = (chunk, ...rest) => guard.write(chunk, rest);
+  out.on("drain", onDrain);
+  // `on`: 'close' comes once, and once() would wrap the listener in two more objects.
+  out.on("close", onClose);
+  return guard.cut.signal;
+}
+
+function guardOf(out: unknown): WriteGuard {
+  return (out as { [GUARD]: WriteGuard })[GUARD];
+}
+
+/** Shared by every guarded response: an emitter calls its listeners with itself as `this`. */
+function onDrain(this: Out): void {
+  const guard = guardOf(this);
+  guard.flushedLast = true;
+  guard.clear();
+}
+
+function onClose(this: Out): void {
+  const guard = guardOf(this);
+  guard.closed = true;
+  guard.clear();
+}
+
+function onTimer(guard: WriteGuard): void {
+  guard.check();
+}
+
+/**
+ * One response's watch on its writes. A class with shared listeners, not a set of closures
+ * per response: every open stream has one, and an idle subscription keeps it for hours.
+ */
+class WriteGuard {
+  readonly cut = new AbortController();
+  timer: NodeJS.Timeout | undefined;
+  since = 0;
+  flushedLast = true;
   // A stream the client reset is closed, and a write to it returns false like a full
   // buffer: no timer for that, or every rapidly reset call would log a cut 30 s later.
-  let closed = false;
+  closed = false;
 
-  const clear = () => {
-    clearTimeout(timer);
-    timer = undefined;
-  };
-  const cut = () => {
-    clear();
-    if (cutController.signal.aborted) return;
-    onCut(Date.now() - since);
-    cutController.abort();
-    reset();
-  };
-  const check = () => {
-    timer = undefined;
-    if (!flushedLast) cut();
-  };
+  constructor(
+    private readonly out: Out,
+    /** The response's own write(), called with the response as `this`. */
+    private readonly original: Write,
+    private readonly limitMs: number,
+    private readonly reset: (out: Out) => void,
+    private readonly onCut: (stalledMs: number) => void,
+    private readonly pressure: WritePressureSource | undefined,
+  ) {}
 
-  const write = out.write.bind(out) as (chunk: Uint8Array, ...rest: unknown[]) => boolean;
-  // The handler writes through write(): each write is where a stall shows.
-  (out as { write: (chunk: Uint8Array, ...rest: unknown[]) => boolean }).write = (
-    chunk,
-    ...rest
-  ) => {
-    const flushed = write(chunk, ...rest);
-    flushedLast = flushed;
+  write(chunk: Uint8Array, rest: unknown[]): boolean {
+    const out = this.out;
+    const flushed = this.original.call(out, chunk, ...rest);
+    this.flushedLast = flushed;
     // false: the buffer is full (over HTTP/2 also when the client's flow-control window
     // is used up) and the writer now waits for 'drain'.
-    if (!flushed && !closed && !out.destroyed) {
-      pressure?.blocked();
-      if (timer === undefined) {
-        since = Date.now();
-        timer = setTimeout(check, limitMs);
-        timer.unref();
+    if (!flushed && !this.closed && !out.destroyed) {
+      this.pressure?.blocked();
+      if (this.timer === undefined) {
+        this.since = Date.now();
+        this.timer = setTimeout(onTimer, this.limitMs, this);
+        this.timer.unref();
       }
     }
     return flushed;
-  };
-  out.on("drain", () => {
-    flushedLast = true;
-    clear();
-  });
-  out.once("close", () => {
-    closed = true;
-    clear();
-  });
-  return cutController.signal;
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  check(): void {
+    this.timer = undefined;
+    if (!this.flushedLast) this.cutNow();
+  }
+
+  cutNow(): void {
+    this.clear();
+    if (this.cut.signal.aborted) return;
+    this.onCut(Date.now() - this.since);
+    this.cut.abort();
+    this.reset(this.out);
+  }
 }

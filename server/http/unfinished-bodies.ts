@@ -32,9 +32,16 @@ export function timeOutUnfinishedBody(
     }
     stream.close(http2.constants.NGHTTP2_NO_ERROR);
   }, timeoutMs);
-  stream.once("close", () => clearTimeout(timer));
-  // The client's END_STREAM, once the handler has read the body.
-  stream.once("end", () => clearTimeout(timer));
+  // The client's END_STREAM (once the handler has read the body), or the stream's end. Both
+  // listeners go at the first: a stream open for hours (Subscribe) would otherwise keep the
+  // cleared timer, and with it this call's headers, until it closes.
+  const settled = () => {
+    clearTimeout(timer);
+    stream.off("close", settled);
+    stream.off("end", settled);
+  };
+  stream.on("close", settled);
+  stream.on("end", settled);
 }
 
 function answer(

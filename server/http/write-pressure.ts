@@ -18,18 +18,25 @@ export interface WritePressureSource extends WritePressure {
 }
 
 export function createWritePressure(): WritePressureSource {
+  return new Pressure();
+}
+
+/** A class, not an object of closures: every open stream has one for as long as it is open. */
+class Pressure implements WritePressureSource {
   // Made on the first listener: every call gets a pressure, few calls stream.
-  let listeners: Set<() => void> | undefined;
-  return {
-    onBlocked(listener) {
-      listeners ??= new Set();
-      listeners.add(listener);
-      return () => listeners?.delete(listener);
-    },
-    blocked() {
-      if (listeners) for (const listener of [...listeners]) listener();
-    },
-  };
+  #listeners: Set<() => void> | undefined;
+
+  onBlocked(listener: () => void): () => void {
+    this.#listeners ??= new Set();
+    const listeners = this.#listeners;
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  }
+
+  blocked(): void {
+    const listeners = this.#listeners;
+    if (listeners) for (const listener of [...listeners]) listener();
+  }
 }
 
 /** The response's write pressure, for handlers served through connect-node. */

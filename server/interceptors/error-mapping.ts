@@ -1,4 +1,10 @@
-import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  type Message,
+} from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { RuleViolationSchema } from "@team-protocols/contract/team/v1/rule_violation_pb.js";
 import {
@@ -10,7 +16,7 @@ import {
 } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { classifyDriverError, UncertainCommitError } from "../store/sql-errors.js";
-import { observeResponse } from "./observed-stream.js";
+import { observeResponse, type StreamHooks } from "./observed-stream.js";
 import { createRefusalLog, type RefusalLog } from "./refusal-log.js";
 import { retryInfo } from "./retry-info.js";
 
@@ -152,21 +158,56 @@ function refusalLogOf(logger: Logger): RefusalLog {
 /** Maps errors of unary calls and of streams (thrown mid-stream) alike, and logs them. */
 export function errorMappingInterceptor(logger: Logger): Interceptor {
   return (next) => async (req) => {
-    // Whether the client went away matters only for errors that are not answers; a refusal
-    // does not look, so a refused call never makes its lazy signal (grpc/grpc-call.ts).
-    const mapped = (err: unknown) =>
-      reportCallError(
+    let res: Awaited<ReturnType<typeof next>>;
+    try {
+      res = await next(req);
+    } catch (err) {
+      // Whether the client went away matters only for errors that are not answers; a
+      // refusal does not look, so a refused call never makes its lazy signal
+      // (grpc/grpc-call.ts).
+      throw reportCallError(
         logger,
-        `${req.service.typeName}/${req.method.name}`,
+        methodPath(req),
         err,
         !(err instanceof DomainError) && req.signal.aborted,
       );
-    try {
-      const res = await next(req);
-      if (!res.stream) return res;
-      return observeResponse(res, { mapError: mapped });
-    } catch (err) {
-      throw mapped(err);
     }
+    if (!res.stream) return res;
+    return observeResponse(res, new StreamErrorMapping(logger, req, req.signal));
   };
+}
+
+const methodPath = (req: { service: DescService; method: DescMethod }) =>
+  `${req.service.typeName}/${req.method.name}`;
+
+/**
+ * A stream's errors, mapped as a call's are. What it keeps of the request is only what it
+ * needs: an idle stream holds its hooks for as long as it is open, and the request would
+ * keep its headers and context values with it.
+ */
+class StreamErrorMapping implements StreamHooks {
+  readonly #logger: Logger;
+  readonly #service: DescService;
+  readonly #method: DescMethod;
+  readonly #signal: AbortSignal;
+
+  constructor(
+    logger: Logger,
+    req: { service: DescService; method: DescMethod },
+    signal: AbortSignal,
+  ) {
+    this.#logger = logger;
+    this.#service = req.service;
+    this.#method = req.method;
+    this.#signal = signal;
+  }
+
+  mapError(err: unknown): unknown {
+    return reportCallError(
+      this.#logger,
+      methodPath({ service: this.#service, method: this.#method }),
+      err,
+      !(err instanceof DomainError) && this.#signal.aborted,
+    );
+  }
 }

@@ -3,7 +3,7 @@ import { codeToString } from "@connectrpc/connect/protocol-connect";
 import { TeamService } from "@team-protocols/contract/team/v1/team_service_pb.js";
 import { LimitError, RuleViolationError } from "../errors.js";
 import type { Metrics } from "../metrics/metrics.js";
-import { observeResponse } from "./observed-stream.js";
+import { observeResponse, type StreamEnd, type StreamHooks } from "./observed-stream.js";
 
 /** connect's snake_case code names ("invalid_argument"), made once instead of per call. */
 const codeNames: Partial<Record<Code, string>> = Object.fromEntries(
@@ -41,22 +41,7 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
     const started = performance.now();
     try {
       const res = await next(req);
-      if (res.stream) {
-        return observeResponse(res, {
-          onEnd(end) {
-            // A stream the client leaves is closed by return(): neither ended nor thrown. A
-            // handler that ends its stream because the call's signal aborted (the client
-            // left, e.g. Subscribe's loop) is not a success either: counted as canceled.
-            const outcome =
-              end.kind === "error"
-                ? end.error
-                : end.kind === "done" && !req.signal.aborted
-                  ? undefined
-                  : new ConnectError("the client went away", Code.Canceled);
-            observeCallEnd(metrics, method, outcome);
-          },
-        });
-      }
+      if (res.stream) return observeResponse(res, new StreamEndCount(metrics, method, req.signal));
       if (req.method === TeamService.method.send) {
         metrics.sendSeconds((performance.now() - started) / 1000);
       }
@@ -72,6 +57,35 @@ export function metricsInterceptor(metrics: Metrics): Interceptor {
       throw err;
     }
   };
+}
+
+/**
+ * Counts a stream's end. A class, not a closure over the request: an idle stream holds it for
+ * as long as it is open, and the request would keep its headers and context values with it.
+ */
+class StreamEndCount implements StreamHooks {
+  readonly #metrics: Metrics;
+  readonly #method: string;
+  readonly #signal: AbortSignal;
+
+  constructor(metrics: Metrics, method: string, signal: AbortSignal) {
+    this.#metrics = metrics;
+    this.#method = method;
+    this.#signal = signal;
+  }
+
+  onEnd(end: StreamEnd): void {
+    // A stream the client leaves is closed by return(): neither ended nor thrown. A handler
+    // that ends its stream because the call's signal aborted (the client left, e.g.
+    // Subscribe's loop) is not a success either: counted as canceled.
+    const outcome =
+      end.kind === "error"
+        ? end.error
+        : end.kind === "done" && !this.#signal.aborted
+          ? undefined
+          : new ConnectError("the client went away", Code.Canceled);
+    observeCallEnd(this.#metrics, this.#method, outcome);
+  }
 }
 
 /** A unary call's outcome when its handler answered: Canceled if the client left first. */

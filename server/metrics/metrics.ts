@@ -34,8 +34,10 @@ export interface Metrics {
   watchPageBytesHeld(delta: number): void;
   /** A connection was routed to HTTP/1.1 or HTTP/2; call the result when it closes. */
   connectionOpened(httpVersion: "1.1" | "2"): () => void;
-  /** An HTTP/2 stream opened; call the result when it closes. */
-  streamOpened(): () => void;
+  /** An HTTP/2 stream opened; streamClosed when it closes (once per stream). */
+  streamOpened(): void;
+  /** A function of its own (not a method needing `this`): given as each stream's listener. */
+  readonly streamClosed: () => void;
   /** Where the gauges read on a scrape come from (set once, by app.ts). */
   setSources(sources: MetricSources): void;
 }
@@ -259,7 +261,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     streamOpened() {
       streams.inc();
-      return once(() => streams.dec());
+    },
+    // Shared by every stream ('close' is emitted once): not a closure per stream, which an
+    // idle one would keep for hours.
+    streamClosed: () => {
+      streams.dec();
     },
     setSources(s) {
       sources = s;

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { observedStream, observeResponse } from "../../server/interceptors/observed-stream.js";
+import {
+  observedStream,
+  observeResponse,
+  type StreamEnd,
+} from "../../server/interceptors/observed-stream.js";
 
 /**
  * observedStream replaced generators of the shape below in the interceptors and the
@@ -126,6 +130,103 @@ describe("observedStream sees a stream as a generator around it would", () => {
     expect(it).toBe(observed);
     expect(await it.next()).toEqual({ done: false, value: 7 });
     expect(asked).toBe(1);
+  });
+});
+
+/** The interceptors' order: error mapping (inner) under the metrics (outer). */
+async function consumeNested(
+  nested: "generators" | "observed",
+  options: { values: number[]; fail?: string; take?: number; late?: "inner" | "outer" },
+): Promise<string[]> {
+  const log: string[] = [];
+  const layer = (name: string) => ({
+    mapError: (err: unknown) => new Error(`${name}(${(err as Error).message})`),
+    beforeDone: () => {
+      log.push(`${name} before done`);
+      if (options.late === name) throw new Error(`${name} deadline`);
+    },
+    onEnd: (end: StreamEnd) =>
+      log.push(`${name} end: ${end.kind === "error" ? `error ${String(end.error)}` : end.kind}`),
+  });
+  const inner = layer("inner");
+  const outer = layer("outer");
+  const src = source(log, options.values, options.fail);
+  let stream: AsyncIterable<number>;
+  if (nested === "generators") {
+    const logged = (name: string) => (end: string) => log.push(`${name} end: ${end}`);
+    stream = asLoggedGenerator(
+      asLoggedGenerator(src, logged("inner"), inner.mapError, inner.beforeDone),
+      logged("outer"),
+      outer.mapError,
+      outer.beforeDone,
+    );
+  } else {
+    stream = observedStream(observedStream(src, inner), outer);
+  }
+  try {
+    for await (const value of stream) {
+      log.push(`got ${value}`);
+      if (options.take !== undefined && value >= options.take) break;
+    }
+    log.push("consumer: ended");
+  } catch (err) {
+    log.push(`consumer: ${String(err)}`);
+  }
+  return log;
+}
+
+/** asGenerator with its end logged as observedStream's onEnd names it. */
+async function* asLoggedGenerator<T>(
+  source: AsyncIterable<T>,
+  ended: (end: string) => void,
+  mapError: (err: unknown) => unknown,
+  beforeDone: () => void,
+): AsyncGenerator<T> {
+  let outcome = "returned";
+  try {
+    try {
+      yield* source;
+    } catch (err) {
+      throw mapError(err);
+    }
+    beforeDone();
+    outcome = "done";
+  } catch (err) {
+    outcome = `error ${String(err)}`;
+    throw err;
+  } finally {
+    ended(outcome);
+  }
+}
+
+describe("a stream observed twice (one iterator, two layers) sees what two generators would", () => {
+  const cases: Record<string, Parameters<typeof consumeNested>[1]> = {
+    "the source ends": { values: [1, 2] },
+    "the source fails: mapped by the inner layer, then by the outer": { values: [1], fail: "boom" },
+    "the consumer stops early": { values: [1, 2, 3], take: 2 },
+    "the inner layer refuses the end": { values: [1], late: "inner" },
+    "the outer layer refuses the end": { values: [1], late: "outer" },
+    "an empty source": { values: [] },
+  };
+  for (const [name, options] of Object.entries(cases)) {
+    it(name, async () => {
+      const expected = await consumeNested("generators", options);
+      expect(await consumeNested("observed", options)).toEqual(expected);
+    });
+  }
+
+  it("a stream already read is wrapped, not re-layered: it goes on where it was", async () => {
+    const log: string[] = [];
+    const inner = observedStream(source(log, [1, 2]), {
+      onEnd: (end) => log.push(`inner ${end.kind}`),
+    });
+    const it1 = inner[Symbol.asyncIterator]();
+    expect(await it1.next()).toEqual({ done: false, value: 1 });
+    const outer = observedStream(inner, { onEnd: (end) => log.push(`outer ${end.kind}`) });
+    const values: number[] = [];
+    for await (const v of outer) values.push(v);
+    expect(values).toEqual([2]);
+    expect(log.filter((l) => !l.startsWith("source"))).toEqual(["inner done", "outer done"]);
   });
 });
 
