@@ -89,11 +89,9 @@ export async function cancelRequestsOfStoppingMember(
   const requestIds: string[] = [];
   const deliveries: Delivery[] = [];
   for (const request of await lockPendingRequestsOf(tx, member.id)) {
-    // Past its deadline: the sweeper expires it. Either test alone would do: finishRequest
-    // moves no request past its deadline, and a request read pending passes its deadline
-    // before finishRequest only if it falls between two statements of this transaction.
-    // So `false` for either condition is an equivalent mutant no test can tell apart (their
-    // `true` twins, which cancel nothing, are killed by the stop tests).
+    // Past its deadline: the sweeper expires it. The status test only spares a statement
+    // (finishRequest below moves no request past its deadline), so made `false` it is an
+    // equivalent mutant; its `true` twin, which cancels nothing, is killed.
     if (request.status !== "pending") continue;
     if (!(await finishRequest(tx, request.id, "canceled", null))) continue;
     requestIds.push(request.id);
