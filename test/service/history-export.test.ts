@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importRequests } from "../../client/bundle/import-requests.js";
 import { verifyBundle } from "../../client/bundle/verify.js";
 import { MemberRole, MemberStatus } from "../../gen/team/v1/enums_pb.js";
+import { deleteAckedMessages } from "../../server/store/retention.js";
 import { bundleOf, exportBundle, linesOf, resigned } from "../support/bundles.js";
 import {
   type DatabaseKind,
@@ -11,7 +12,6 @@ import {
   openTestDatabase,
   type TestDatabase,
 } from "../support/databases.js";
-import { deleteAckedMessages } from "../../server/store/retention.js";
 import {
   describeEachDatabase,
   startTestEnv,
@@ -419,7 +419,9 @@ describeEachDatabase("a copy of a team on the server it came from", (env) => {
     const withText = bundleOf(
       linesOf(bytes).map((l) => {
         const r = JSON.parse(l);
-        return r.kind === "envelope" ? JSON.stringify({ ...r, search_text: "text: stale words" }) : l;
+        return r.kind === "envelope"
+          ? JSON.stringify({ ...r, search_text: "text: stale words" })
+          : l;
       }),
     );
     const key = generateKeyPairSync("ed25519");
