@@ -667,12 +667,6 @@ CREATE INDEX member_events_feed ON public.member_events USING btree (team_id, fe
 CREATE UNIQUE INDEX members_one_lead ON public.members USING btree (team_id) WHERE (role = 'lead'::text);
 
 --
--- Name: message_search_recent; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX message_search_recent ON public.message_search USING btree (team_id, "position");
-
---
 -- Name: message_search_words; Type: INDEX; Schema: public; Owner: -
 --
 

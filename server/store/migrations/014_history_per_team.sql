@@ -7,7 +7,9 @@
 --   stored (the indexer's insert met the original's row) and the copy found nothing; a
 --   copy's delete trigger looked for copies server-wide.
 -- * message_search.position: the feed position of one of the envelope's copies, so a search
---   can take the newest matches first (a btree on (team_id, position)) and rank only those.
+--   can sort its matches newest first and rank only the newest (server/store/search.ts). No
+--   btree on it: a walk of one stopping at enough matches was what the planner chose for
+--   middling words and phrases too, far slower (bench/README.md).
 -- * thread_activity: for each thread, the feed position of its newest message as each
 --   reader sees it (reader 0: the whole team, what the lead and observers read; a member:
 --   what it received or sent, what a teammate reads), kept by the search indexer after
@@ -28,7 +30,6 @@ UPDATE message_search s SET position = (
   SELECT min(m.feed_position) FROM messages m
   WHERE m.team_id = s.team_id AND m.envelope_id = s.envelope_id);
 ALTER TABLE message_search ALTER COLUMN position SET NOT NULL;
-CREATE INDEX message_search_recent ON message_search (team_id, position);
 INSERT INTO search_pending (envelope_id, team_id)
 SELECT DISTINCT m.envelope_id, m.team_id FROM messages m
 WHERE NOT EXISTS (SELECT 1 FROM message_search s
