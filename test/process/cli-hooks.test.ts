@@ -43,7 +43,9 @@ describeEachDatabase("team hook / team hooks (CLI)", (env) => {
     expect(down.code).toBe(1);
     expect(down.stdout).toBe("");
     expect(down.stderr.trim().split("\n")).toHaveLength(1);
-  });
+    // Four CLI processes, each bounded by runTeam's own 30 s: under CI's load one start of
+    // the CLI took seven seconds and more, and four outran a single test's 30 s.
+  }, 90_000);
 
   it("team hooks install merges into .claude/settings.json, keeping what is there; print shows the same hooks", async () => {
     const dir = await mkdtemp(join(tmpdir(), "hooks-install-"));
