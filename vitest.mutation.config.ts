@@ -43,6 +43,8 @@ export default defineConfig({
       "test/service/leases.test.ts",
       // the journal line each protocol step writes (cancel.ts's cancel_request, …)
       "test/service/attempts-journal.test.ts",
+      // TASK_OWNER_TIMEOUT_S: an absent owner's tasks released (owner-timeout.ts)
+      "test/service/presence.test.ts",
     ],
     exclude: [...configDefaults.exclude],
     globalSetup: ["test/support/global-setup.ts"],

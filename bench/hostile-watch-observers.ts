@@ -21,8 +21,15 @@ const BACKLOG = 300;
 const BODY_CHARS = 8 * 1024;
 const HOLD_MS = 40_000;
 
-/** A WatchTeam stream from the start of the feed that never reads; resolves how it ended. */
-function stalledWatch(session: http2.ClientHttp2Session, token: string): Promise<string> {
+/**
+ * A WatchTeam stream from the start of the feed that never reads; resolves how it ended.
+ * `served` is called when its response headers come (the server wrote its first event).
+ */
+function stalledWatch(
+  session: http2.ClientHttp2Session,
+  token: string,
+  served: () => void,
+): Promise<string> {
   const stream = session.request({
     ":method": "POST",
     ":path": "/team.v1.TeamService/WatchTeam",
@@ -39,6 +46,7 @@ function stalledWatch(session: http2.ClientHttp2Session, token: string): Promise
   let status = "";
   stream.on("response", (h) => {
     if (h["grpc-status"] !== undefined) status = `grpc-status ${h["grpc-status"]}`;
+    else served();
   });
   stream.on("trailers", (h) => {
     status = `grpc-status ${h["grpc-status"]}`;
@@ -69,7 +77,7 @@ export async function watchObservers(run: HostileRun): Promise<string[]> {
   await sleep(1_000);
   const rss0 = await server.rssBytes();
   const cpu0 = (await server.cpuMs()) ?? 0;
-  await server.eventLoopDelay();
+  const usage0 = await server.probeReport();
   log(`${OBSERVERS} observers, ${BACKLOG} messages of ${BODY_CHARS} B in the feed; opening`);
   const sessions = observers.map(() => {
     const s = http2.connect(server.url);
@@ -77,9 +85,14 @@ export async function watchObservers(run: HostileRun): Promise<string[]> {
     return s;
   });
   const endings: Promise<string>[] = [];
+  let served = 0;
   sessions.forEach((session, i) => {
     for (let k = 0; k < FEEDS_PER_OBSERVER; k++) {
-      endings.push(stalledWatch(session, observers[i] as string));
+      endings.push(
+        stalledWatch(session, observers[i] as string, () => {
+          served++;
+        }),
+      );
     }
   });
   const all = Promise.all(endings);
@@ -105,7 +118,12 @@ export async function watchObservers(run: HostileRun): Promise<string[]> {
     await sleep(1_000);
   }
   const cpu = ((await server.cpuMs()) ?? 0) - cpu0;
-  const delay = await server.eventLoopDelay();
+  const usage = await server.probeReport();
+  const delay = usage.eventLoopDelay;
+  const servedInTime = served;
+  const pageBytesHeld = await fetch(`${server.url}/metrics`)
+    .then((r) => r.text())
+    .then((t) => /^team_watch_page_bytes_held (\S+)$/m.exec(t)?.[1] ?? "?");
   for (const s of sessions) s.destroy();
   const ends = await all;
   connections.close();
@@ -116,6 +134,11 @@ export async function watchObservers(run: HostileRun): Promise<string[]> {
       `${BACKLOG} × ${BODY_CHARS / 1024} KiB, held ${seconds(HOLD_MS)}: server RSS ${mib(rss0)} -> ` +
       `peak ${mib(rssPeak)} (+${mib(rssPeak - rss0)}); server CPU ${seconds(cpu)}, ` +
       `event-loop delay p99 ${delay.p99Ms.toFixed(0)} ms, longest ${delay.maxMs.toFixed(0)} ms`,
+    `at the end of the hold: V8 heap used ${mib(usage0.heapUsed)} -> ${mib(usage.heapUsed)}, ` +
+      `heap committed ${mib(usage0.heapTotal)} -> ${mib(usage.heapTotal)}, external ` +
+      `${mib(usage0.external)} -> ${mib(usage.external)} (array buffers ` +
+      `${mib(usage0.arrayBuffers)} -> ${mib(usage.arrayBuffers)}); ${servedInTime} of ` +
+      `${endings.length} streams had their first event; page bytes held ${pageBytesHeld}`,
     `meanwhile /metrics took median ${percentile(metricsMs, 0.5).toFixed(0)} ms, longest ` +
       `${Math.max(...metricsMs).toFixed(0)} ms; a fresh ListMembers median ` +
       `${percentile(callMs, 0.5).toFixed(0)} ms, longest ${Math.max(...callMs).toFixed(0)} ms; ` +

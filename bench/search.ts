@@ -1,6 +1,6 @@
 /**
  * Full-text search over many stored messages: `npm run bench:search [-- --pg <admin-url>]
- * [--count 1000000] [--queries 200]`.
+ * [--count 1000000] [--queries 200] [--window N] [--explain]`.
  *
  * A scratch PostgreSQL database (dropped after) gets one team of 9 members and `count`
  * messages written straight by SQL (the send path is bench:store's business): each a dozen
@@ -9,8 +9,9 @@
  * load (its build time is reported). Then the store's searchMessages (server/store/search.ts,
  * the query SearchMessages runs, snippets included) is timed, one query at a time, for a rare,
  * a middling and a common word, a two-word query and a phrase, as the lead (the whole team)
- * and as a teammate (its own inbox and what it sent). Prints p50/p99 and the index's size;
- * JSON to bench/results/search.json.
+ * and as a teammate (its own inbox and what it sent), and the store's listThreads (ListThreads'
+ * query: messages are in threads of four) for a first page and one 1,000 threads down.
+ * Prints p50/p99 and the index's size; JSON to bench/results/search.json.
  */
 import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
@@ -20,6 +21,7 @@ import type { Reader } from "../server/store/history-visibility.js";
 import { migrate } from "../server/store/migrate.js";
 import { createPgDatabase } from "../server/store/pg-database.js";
 import { searchMessages } from "../server/store/search.js";
+import { listThreads } from "../server/store/threads.js";
 import { Cleanups } from "./cleanup.js";
 import { createScratchDatabase, DEFAULT_PG_ADMIN_URL } from "./database-target.js";
 import { LatencyHistogram } from "./histogram.js";
@@ -35,9 +37,19 @@ async function main(): Promise<void> {
     .option("--pg <admin-url>", "where the scratch database is made", DEFAULT_PG_ADMIN_URL)
     .option("--count <n>", "messages to store", "1000000")
     .option("--queries <n>", "timed searches per query kind and reader", "200")
+    .option("--window <n>", "matches a search ranks (the store's SEARCH_WINDOW if not given)")
+    .option("--explain", "print the plans of a common-word search and a ListThreads page first")
     .option("--out <file>", "JSON results", "bench/results/search.json")
     .parse()
-    .opts<{ pg: string; count: string; queries: string; out: string }>();
+    .opts<{
+      pg: string;
+      count: string;
+      queries: string;
+      window?: string;
+      explain?: boolean;
+      out: string;
+    }>();
+  const window = o.window === undefined ? undefined : Number(o.window);
   const count = Number(o.count);
   const cleanups = new Cleanups();
   try {
@@ -67,11 +79,19 @@ async function main(): Promise<void> {
     // writes them), so the queue trigger is off for the load.
     await db.query("DROP INDEX message_search_words");
     await db.query("ALTER TABLE messages DISABLE TRIGGER messages_queue_search");
+    // Migration 014's side tables, when the schema has them (the bench runs against the
+    // commit before it too, for A/B): each envelope's position, each thread's activity.
+    const [shape] = await db.query<{ position: boolean; threads: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM information_schema.columns
+                      WHERE table_name = 'message_search' AND column_name = 'position') AS position,
+              to_regclass('thread_activity') IS NOT NULL AS threads`,
+    );
     const loadStart = performance.now();
     for (let from = 0; from < count; from += BATCH) {
       const n = Math.min(BATCH, count - from);
-      // Row g goes to member g % 9 with seq g / 9 + 1, from member (g + 1) % 9; a word's
-      // index is 20000^u - 1 for a uniform u: word 0 in most messages, most words in few.
+      // Row g goes to member g % 9 with seq g / 9 + 1, from member (g + 1) % 9, in a thread
+      // of 4; a word's index is 20000^u - 1 for a uniform u: word 0 in most messages, most
+      // words in few.
       await db.query(
         `WITH stored AS (
            INSERT INTO messages (recipient_id, seq, team_id, sender_id, from_name, to_name, kind,
@@ -80,15 +100,27 @@ async function main(): Promise<void> {
                   'm' || ((g + 1) % $3), 'm' || (g % $3), 'text', '\\x0a0568656c6c6f'::bytea,
                   'env_' || g, 'env_' || (g / 4 * 4)
            FROM generate_series($5::bigint, $5::bigint + $6 - 1) g
+           RETURNING envelope_id, feed_position
          )
-         INSERT INTO message_search (envelope_id, team_id, search_text)
-         SELECT 'env_' || g, $2,
+         INSERT INTO message_search (envelope_id, team_id, search_text${shape?.position ? ", position" : ""})
+         SELECT st.envelope_id, $2,
                 (SELECT string_agg('w' || (floor(power($4::float8, random() + k * 0)) - 1), ' ')
-                 FROM generate_series(1, 12 + (g * 0)::int) k)
-         FROM generate_series($5::bigint, $5::bigint + $6 - 1) g`,
+                 FROM generate_series(1, 12 + (length(st.envelope_id) * 0)::int) k)
+                ${shape?.position ? ", st.feed_position" : ""}
+         FROM stored st`,
         [ids, teamId, MEMBERS, VOCABULARY, from, n],
       );
       log(`stored ${from + n} messages`);
+    }
+    if (shape?.threads) {
+      await db.query(
+        `INSERT INTO thread_activity (team_id, reader_id, thread_id, last_position)
+         SELECT m.team_id, r.reader_id, m.thread_id, max(m.feed_position)
+         FROM messages m
+         CROSS JOIN LATERAL (VALUES (0), (m.recipient_id), (m.sender_id)) r (reader_id)
+         WHERE r.reader_id IS NOT NULL
+         GROUP BY 1, 2, 3`,
+      );
     }
     const loadSeconds = (performance.now() - loadStart) / 1000;
     const indexStart = performance.now();
@@ -97,6 +129,7 @@ async function main(): Promise<void> {
     await db.query("ALTER TABLE messages ENABLE TRIGGER messages_queue_search");
     await db.query("ANALYZE messages");
     await db.query("ANALYZE message_search");
+    if (shape?.threads) await db.query("ANALYZE thread_activity");
     const [sizes] = await db.query<{ index_bytes: string; table_bytes: string }>(
       `SELECT pg_relation_size('message_search_words')::text AS index_bytes,
               (pg_total_relation_size('messages') + pg_total_relation_size('message_search'))::text
@@ -104,6 +137,25 @@ async function main(): Promise<void> {
     );
     const lead: Reader = { teamId, memberId: ids[0] ?? 0, wholeTeam: true };
     const mate: Reader = { teamId, memberId: ids[1] ?? 0, wholeTeam: false };
+    if (o.explain) {
+      // The store's own statements, run under EXPLAIN ANALYZE (their rows are then the plan's).
+      const explaining = {
+        async query<R extends object>(sql: string, params?: unknown[]): Promise<R[]> {
+          const plan = await db.query<{ "QUERY PLAN": string }>(
+            `EXPLAIN (ANALYZE, BUFFERS) ${sql}`,
+            params,
+          );
+          log(plan.map((r) => r["QUERY PLAN"]).join("\n"));
+          return [];
+        },
+      };
+      for (const reader of [lead, mate]) {
+        log(`--- search "w0" as ${reader === lead ? "lead" : "teammate"}`);
+        await searchMessages(explaining, reader, { query: "w0" }, 0, 21, window);
+        log(`--- ListThreads as ${reader === lead ? "lead" : "teammate"}`);
+        await listThreads(explaining, reader, undefined, 51);
+      }
+    }
     const kinds: [string, () => string][] = [
       ["rare word (rank > 5000)", () => `w${5000 + Math.floor(Math.random() * 15000)}`],
       ["middling word (rank 50-500)", () => `w${50 + Math.floor(Math.random() * 450)}`],
@@ -121,7 +173,7 @@ async function main(): Promise<void> {
         let hits = 0;
         for (let i = 0; i < Number(o.queries); i++) {
           const t = performance.now();
-          hits += (await searchMessages(db, reader, { query: query() }, 0, 21)).length;
+          hits += (await searchMessages(db, reader, { query: query() }, 0, 21, window)).length;
           h.recordMs(performance.now() - t);
         }
         const s = h.summary();
@@ -131,6 +183,34 @@ async function main(): Promise<void> {
           p50Ms: s.p50Ms,
           p99Ms: s.p99Ms,
           meanHits: hits / Number(o.queries),
+        });
+        log(`${kind} as ${who}: p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms`);
+      }
+    }
+    // ListThreads: the first page (50 threads) and a page a thousand threads down.
+    for (const [who, reader] of [
+      ["lead", lead],
+      ["teammate", mate],
+    ] as const) {
+      const pages: [string, bigint | undefined][] = [["first page", undefined]];
+      const deep = (await listThreads(db, reader, undefined, 1001)).at(-1)?.lastPosition;
+      if (deep !== undefined) pages.push(["page 1,000 threads down", deep]);
+      for (const [page, before] of pages) {
+        const h = new LatencyHistogram();
+        let threads = 0;
+        for (let i = 0; i < Number(o.queries); i++) {
+          const t = performance.now();
+          threads += (await listThreads(db, reader, before, 51)).length;
+          h.recordMs(performance.now() - t);
+        }
+        const s = h.summary();
+        const kind = `ListThreads, ${page}`;
+        rows.push({
+          kind,
+          who,
+          p50Ms: s.p50Ms,
+          p99Ms: s.p99Ms,
+          meanHits: threads / Number(o.queries),
         });
         log(`${kind} as ${who}: p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms`);
       }

@@ -54,6 +54,8 @@ export interface BenchServer {
   memoryAfterGc(): Promise<NodeJS.MemoryUsage>;
   /** The server's event-loop delay since the previous call (resets it). */
   eventLoopDelay(): Promise<LoopDelay>;
+  /** process.memoryUsage() in the server now (no GC) and eventLoopDelay()'s answer. */
+  probeReport(): Promise<ProbeReport>;
   /** SIGTERM, then SIGKILL if it has not exited in time. */
   stop(): Promise<void>;
 }
@@ -156,6 +158,7 @@ export async function startBenchServer(
     async eventLoopDelay() {
       return (await askProbe()).eventLoopDelay;
     },
+    probeReport: () => askProbe(),
     stop() {
       stopping ??= stopChild(child, exited);
       return stopping;

@@ -13,7 +13,7 @@ import { type Caller, requireCaller } from "../caller.js";
 import { DomainError } from "../errors.js";
 import type { Database } from "../store/database.js";
 import type { Reader } from "../store/history-visibility.js";
-import { searchMessages } from "../store/search.js";
+import { SEARCH_WINDOW, searchMessages } from "../store/search.js";
 import { catchUpSearch } from "../store/search-index.js";
 import { listThreads, readThread } from "../store/threads.js";
 import { toEnvelope } from "./convert.js";
@@ -27,8 +27,8 @@ type HistoryImpl = Pick<
 const THREAD_PAGE = { page: 100, max: 1000 };
 const THREADS_PAGE = { page: 50, max: 500 };
 const SEARCH_PAGE = { page: 20, max: 100 };
-/** How deep search pages go: ranking every match again for each page costs more per page. */
-const MAX_SEARCH_OFFSET = 10_000;
+/** How deep search pages go: as deep as the matches a search ranks (store/search.ts). */
+const MAX_SEARCH_OFFSET = SEARCH_WINDOW;
 
 /** What the caller reads in the history calls: the team for the lead and observers. */
 export const readerOf = (caller: Caller): Reader => ({
@@ -65,6 +65,9 @@ export function historyHandlers(deps: { db: Database }): HistoryImpl {
       const caller = requireCaller(ctx.values);
       const size = pageSize(req.pageSize, THREADS_PAGE);
       const before = pageTokenPosition(req.pageToken);
+      // The threads' order is kept by the search indexer (migration 014): what the team
+      // committed before this call is listed once its queue is indexed.
+      await catchUpSearch(db, caller.teamId);
       const rows = await listThreads(db, readerOf(caller), before, size + 1);
       const { page, nextPageToken } = keysetPage(rows, size, (t) => t.lastPosition);
       return create(ListThreadsResponseSchema, {
@@ -106,7 +109,8 @@ export function historyHandlers(deps: { db: Database }): HistoryImpl {
         size + 1,
       );
       const page = rows.slice(0, size);
-      const more = rows.length > size && offset + size <= MAX_SEARCH_OFFSET;
+      // The window holds the search's last hit: no row past it is fetched.
+      const more = rows.length > size;
       return create(SearchMessagesResponseSchema, {
         hits: page.map((h) =>
           create(SearchHitSchema, {

@@ -92,7 +92,8 @@ async function resolveCaller(
   // Before the look-up: a flood of bad tokens must not cost a transaction each.
   options.throttle?.beforeLookUp(address, key);
   const epoch = options.cache?.epoch() ?? 0;
-  const member = await findMemberByTokenHash(options.db, Buffer.from(key, "hex"));
+  const lookUp = () => findMemberByTokenHash(options.db, Buffer.from(key, "hex"));
+  const member = await (options.cache ? options.cache.shared(key, epoch, lookUp) : lookUp());
   if (!member) {
     options.throttle?.unknown(address, key);
     throw new DomainError("unauthenticated", "unknown token");

@@ -24,6 +24,14 @@ export interface CallerCache {
   epoch(): number;
   /** Caches the caller unless a revocation (or clear) happened since `epoch`. */
   set(tokenHashHex: string, caller: Caller, epoch: number): void;
+  /**
+   * `lookUp()`'s answer, shared by every call that asks for the same token while it runs,
+   * and only by calls that asked before any revocation since it began (a later one looks
+   * up again). Streams of one member opened together (a client reconnecting its feeds)
+   * otherwise queued one database look-up each for the pool, behind which every other call
+   * waited, though the first answer would have served them all.
+   */
+  shared<T>(tokenHashHex: string, epoch: number, lookUp: () => Promise<T>): Promise<T>;
   /** Drops every entry of this member (its token was revoked). */
   forgetMember(memberId: number): void;
   clear(): void;
@@ -40,6 +48,8 @@ export function createCallerCache(options: {
   const entries = new Map<string, { caller: Caller; expiresAt: number }>();
   // Bumped by every revocation: rare, so one counter for all members is enough.
   let revocations = 0;
+  // Look-ups running, by token, with the epoch they began in.
+  const inFlight = new Map<string, { epoch: number; answer: Promise<unknown> }>();
   return {
     get(key) {
       const entry = entries.get(key);
@@ -59,6 +69,18 @@ export function createCallerCache(options: {
         const oldest = entries.keys().next().value;
         if (oldest !== undefined) entries.delete(oldest);
       }
+    },
+    shared<T>(key: string, epoch: number, lookUp: () => Promise<T>): Promise<T> {
+      const running = inFlight.get(key);
+      if (running && running.epoch === epoch) return running.answer as Promise<T>;
+      const answer = lookUp();
+      const entry = { epoch, answer };
+      inFlight.set(key, entry);
+      const done = () => {
+        if (inFlight.get(key) === entry) inFlight.delete(key);
+      };
+      answer.then(done, done);
+      return answer;
     },
     forgetMember(memberId) {
       revocations++;

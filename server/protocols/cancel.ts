@@ -45,6 +45,9 @@ export async function cancelRequest(
         "request_id",
       );
     }
+    // The status test only spares a statement: finishRequest moves nothing but a pending
+    // request before its deadline, so with it made `false` the refusal is the same (an
+    // equivalent mutant, left to run with its killed `true` twin on this line).
     if (request.status !== "pending" || !(await finishRequest(tx, request.id, "canceled", null))) {
       throw new RuleViolationError(
         "once-only",
@@ -57,6 +60,7 @@ export async function cancelRequest(
       tx,
       request,
       "canceled",
+      // Stryker disable next-line StringLiteral: equivalent; deliverRequestUpdate reads any word but "requester" as the addressee
       "addressee",
       `"${request.fromName}" canceled request ${request.id}; no answer is needed`,
     );
@@ -85,16 +89,24 @@ export async function cancelRequestsOfStoppingMember(
   const requestIds: string[] = [];
   const deliveries: Delivery[] = [];
   for (const request of await lockPendingRequestsOf(tx, member.id)) {
-    if (request.status !== "pending") continue; // past its deadline: the sweeper expires it
+    // Past its deadline: the sweeper expires it. The status test only spares a statement
+    // (finishRequest below moves no request past its deadline), so made `false` it is an
+    // equivalent mutant; its `true` twin, which cancels nothing, is killed.
+    if (request.status !== "pending") continue;
     if (!(await finishRequest(tx, request.id, "canceled", null))) continue;
     requestIds.push(request.id);
     const delivery = await deliverRequestUpdate(
       tx,
       request,
       "canceled",
+      // "addressee" made "" is equivalent (deliverRequestUpdate reads any word but
+      // "requester" as the addressee); "requester" made "" is killed.
       request.fromId === member.id ? "addressee" : "requester",
       `request ${request.id} was canceled: "${member.name}" ${why}`,
     );
+    // Always true here: the other party of a pending request is active (a member's stop
+    // cancels its pending requests first), so `true` is equivalent; `false` is killed (an
+    // open Subscribe of that party must hear the update live).
     if (delivery) deliveries.push(delivery);
   }
   return { requestIds, deliveries };

@@ -48,6 +48,8 @@ export async function stopMemberAndRelease<T>(
       },
       [q.lead],
     );
+    // One active recipient, one delivery: the test only narrows the type, so `true` is an
+    // equivalent mutant; `false` is killed (the lead's open Subscribe hears the notice live).
     if (delivery) aftermath.deliveries.push(delivery);
   }
   return { stopped, aftermath };

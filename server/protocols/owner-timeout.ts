@@ -30,6 +30,7 @@ export async function releaseTasksOfAbsentOwner(
 ): Promise<{ taskIds: string[]; aftermath: Aftermath }> {
   const aftermath = emptyAftermath();
   const tasks = await lockTasksOwnedBy(tx, q.member.id);
+  // Stryker disable next-line ArrayDeclaration: equivalent; a junk element has no id, and finishRequest moves no row for it
   const requests = [];
   for (const task of tasks)
     requests.push(...(await lockPendingRequestsOfTask(tx, q.teamId, task.taskId)));
@@ -37,6 +38,10 @@ export async function releaseTasksOfAbsentOwner(
   for (const request of requests) {
     if (!(await finishRequest(tx, request.id, "canceled", null))) continue;
     aftermath.requestIds.push(request.id);
+    // A pending request of a task its owner holds is one the owner opened (a handoff or a
+    // sign-off; nobody claims a held task), so the other party is always the addressee:
+    // `true`, "addressee" made "" (read as the addressee) and "requester" made "" are
+    // equivalent mutants; `false` and `!==` are killed (the handoff's addressee is told).
     const other = request.fromId === q.member.id ? "addressee" : "requester";
     const delivery = await deliverRequestUpdate(
       tx,
@@ -46,14 +51,20 @@ export async function releaseTasksOfAbsentOwner(
       `"${q.member.name}" has not been seen for too long: its task is unowned again and ` +
         `request ${request.id} is canceled`,
     );
+    // The addressee of a pending request is active (a stop cancels a member's pending
+    // requests), so `true` is equivalent; `false` is killed (its open Subscribe hears it live).
     if (delivery) aftermath.deliveries.push(delivery);
   }
   const taskIds = await releaseTasksOf(tx, q.member.id, q.member.id);
+  // `false` is equivalent: with no task released the loop below writes nothing (the test
+  // spares the lead's lookup); `true` and `!== 0` are killed.
   if (taskIds.length === 0) return { taskIds, aftermath };
   const [lead] = await tx.query<{ id: number; name: string }>(
     "SELECT id, name FROM members WHERE team_id = $1 AND role = 'lead'",
     [q.teamId],
   );
+  // Every team has its lead (a lead is never removed): `false` and the emptied object are
+  // equivalent mutants; the test only narrows the type.
   if (!lead) return { taskIds, aftermath };
   for (const taskId of taskIds) {
     const [delivery] = await appendToInboxes(
@@ -68,6 +79,8 @@ export async function releaseTasksOfAbsentOwner(
       },
       [lead],
     );
+    // One active recipient, one delivery: `true` is equivalent; `false` is killed (the
+    // lead's open Subscribe hears the notice live).
     if (delivery) aftermath.deliveries.push(delivery);
   }
   return { taskIds, aftermath };

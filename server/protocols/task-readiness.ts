@@ -53,6 +53,8 @@ export async function unblockDependents(
       },
       [q.lead],
     );
+    // One active recipient, one delivery: the test only narrows the type, so `true` is an
+    // equivalent mutant; `false` is killed (the lead's open Subscribe hears READY live).
     if (delivery) q.aftermath.deliveries.push(delivery);
   }
   return ready;

@@ -361,6 +361,9 @@ export async function deleteTeamRows(tx: Queryable, teamId: number): Promise<num
     "DELETE FROM messages WHERE team_id = $1",
     // Its words went with its messages (migration 013's trigger); what was still queued goes.
     "DELETE FROM search_pending WHERE team_id = $1",
+    // Its threads' activity went with its messages too (migration 014's trigger found none
+    // left); said here as well, so the list of what a team owns is whole.
+    "DELETE FROM thread_activity WHERE team_id = $1",
     "DELETE FROM sends WHERE sender_id IN (SELECT id FROM members WHERE team_id = $1)",
     "DELETE FROM inboxes WHERE member_id IN (SELECT id FROM members WHERE team_id = $1)",
     "DELETE FROM member_events WHERE team_id = $1",

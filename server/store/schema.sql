@@ -16,9 +16,25 @@ CREATE FUNCTION public.drop_message_search() RETURNS trigger
     AS $$
 BEGIN
   DELETE FROM message_search s
-  USING (SELECT DISTINCT envelope_id FROM deleted_messages) d
-  WHERE s.envelope_id = d.envelope_id
-    AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.envelope_id = d.envelope_id);
+  USING (SELECT DISTINCT team_id, envelope_id FROM deleted_messages) d
+  WHERE s.team_id = d.team_id AND s.envelope_id = d.envelope_id
+    AND NOT EXISTS (SELECT 1 FROM messages m
+                    WHERE m.envelope_id = d.envelope_id AND m.team_id = d.team_id);
+  DELETE FROM thread_activity a
+  USING (SELECT DISTINCT team_id, thread_id FROM deleted_messages) d
+  WHERE a.team_id = d.team_id AND a.thread_id = d.thread_id;
+  -- GREATEST: an indexer may have added a newer message of the thread meanwhile.
+  INSERT INTO thread_activity (team_id, reader_id, thread_id, last_position)
+  SELECT m.team_id, r.reader_id, m.thread_id, max(m.feed_position)
+  FROM (SELECT DISTINCT team_id, thread_id FROM deleted_messages) d
+  JOIN messages m ON m.team_id = d.team_id AND m.thread_id = d.thread_id
+       AND (m.envelope_id = d.thread_id OR m.thread_id <> m.envelope_id)
+  CROSS JOIN LATERAL (VALUES (0), (m.recipient_id), (m.sender_id)) r (reader_id)
+  WHERE r.reader_id IS NOT NULL
+  GROUP BY 1, 2, 3
+  ORDER BY 1, 2, 3
+  ON CONFLICT (team_id, reader_id, thread_id) DO UPDATE
+    SET last_position = GREATEST(thread_activity.last_position, EXCLUDED.last_position);
   RETURN NULL;
 END $$;
 
@@ -173,7 +189,8 @@ CREATE TABLE public.message_search (
     envelope_id text NOT NULL COLLATE pg_catalog."C",
     team_id integer NOT NULL,
     search_text text NOT NULL,
-    search tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, search_text)) STORED
+    search tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, search_text)) STORED,
+    "position" bigint NOT NULL
 );
 
 --
@@ -443,6 +460,17 @@ ALTER TABLE public.teams ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
 );
 
 --
+-- Name: thread_activity; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.thread_activity (
+    team_id integer NOT NULL,
+    reader_id integer NOT NULL,
+    thread_id text NOT NULL COLLATE pg_catalog."C",
+    last_position bigint NOT NULL
+);
+
+--
 -- Name: search_pending id; Type: DEFAULT; Schema: public; Owner: -
 --
 
@@ -508,7 +536,7 @@ ALTER TABLE ONLY public.members
 --
 
 ALTER TABLE ONLY public.message_search
-    ADD CONSTRAINT message_search_pkey PRIMARY KEY (envelope_id);
+    ADD CONSTRAINT message_search_pkey PRIMARY KEY (team_id, envelope_id);
 
 --
 -- Name: messages messages_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -600,6 +628,13 @@ ALTER TABLE ONLY public.teams
 
 ALTER TABLE ONLY public.teams
     ADD CONSTRAINT teams_pkey PRIMARY KEY (id);
+
+--
+-- Name: thread_activity thread_activity_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.thread_activity
+    ADD CONSTRAINT thread_activity_pkey PRIMARY KEY (team_id, reader_id, thread_id);
 
 --
 -- Name: leases_by_holder; Type: INDEX; Schema: public; Owner: -
@@ -774,6 +809,12 @@ CREATE INDEX tasks_by_change ON public.tasks USING btree (team_id, change DESC);
 --
 
 CREATE INDEX tasks_by_owner ON public.tasks USING btree (owner_id) WHERE (owner_id IS NOT NULL);
+
+--
+-- Name: thread_activity_recent; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX thread_activity_recent ON public.thread_activity USING btree (team_id, reader_id, last_position);
 
 --
 -- Name: messages messages_drop_search; Type: TRIGGER; Schema: public; Owner: -

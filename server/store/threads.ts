@@ -69,7 +69,11 @@ export interface ThreadRow {
 
 /**
  * The threads the reader may read, the most recently active first (by the feed position of
- * their newest message), below feed position `before`; at most `limit`.
+ * their newest message the reader may read), below feed position `before`; at most `limit`.
+ * The order comes from thread_activity (migration 014: each thread's newest position per
+ * reader, kept by the search indexer; the caller catches its team's queue up first), walked
+ * through its index, so a page reads `limit` threads, not the team; what each thread shows
+ * (its ends, its count) is read from the messages under VISIBLE, as GetThread reads them.
  */
 export async function listThreads(
   db: Queryable,
@@ -80,18 +84,23 @@ export async function listThreads(
   const rows = await db.query<
     HistorySqlRow & { which: "first" | "latest"; message_count: number; last_position: bigint }
   >(
-    // Copies of a broadcast have positions of their own; the thread's span is taken over
-    // the reader's copies and counted per envelope, then its ends read by position.
-    `WITH visible AS (
-       SELECT m.thread_id, m.envelope_id, m.feed_position FROM messages m WHERE ${VISIBLE}
+    // Copies of a broadcast have positions of their own; the thread's first position is
+    // taken over the reader's copies and it is counted per envelope.
+    `WITH recent AS (
+       SELECT a.thread_id, a.last_position FROM thread_activity a
+       WHERE a.team_id = $1 AND a.reader_id = CASE WHEN $3::boolean THEN 0 ELSE $2::int END
+         AND a.last_position < COALESCE($4::bigint, 9223372036854775807)
+       ORDER BY a.last_position DESC LIMIT $5
      ),
      threads AS (
-       SELECT thread_id, min(feed_position) AS first_position,
-              max(feed_position) AS last_position,
-              count(DISTINCT envelope_id)::int AS message_count
-       FROM visible GROUP BY thread_id
-       HAVING $4::bigint IS NULL OR max(feed_position) < $4::bigint
-       ORDER BY last_position DESC LIMIT $5
+       SELECT r.thread_id, r.last_position, s.first_position, s.message_count
+       FROM recent r
+       CROSS JOIN LATERAL (
+         SELECT min(m.feed_position) AS first_position,
+                count(DISTINCT m.envelope_id)::int AS message_count
+         FROM messages m WHERE ${inThread("r.thread_id")} AND ${VISIBLE}
+       ) s
+       WHERE s.message_count > 0
      )
      SELECT t.last_position, t.message_count, ends.which, e.*
      FROM threads t

@@ -151,8 +151,8 @@ for (const { kind, skip } of databaseKinds()) {
       expect(notAdmin.stderr).toContain("needs the admin token");
 
       // The move the bundle is for: the team leaves this server and comes back from the file.
-      // (A copy beside the original, --as, keeps the envelope ids, and message_search is keyed
-      // by envelope id alone: the copy's words are not indexed. Reported, not covered here.)
+      // (A copy beside the original, --as, keeps the envelope ids and is searched as its own
+      // team since migration 014: test/service/history-export.test.ts.)
       await lead.rpc.deleteTeam({ team: name });
       const imported = ok(
         await runTeam(["import", file], {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importRequests } from "../../client/bundle/import-requests.js";
 import { verifyBundle } from "../../client/bundle/verify.js";
 import { MemberRole, MemberStatus } from "../../gen/team/v1/enums_pb.js";
+import { deleteAckedMessages } from "../../server/store/retention.js";
 import { bundleOf, exportBundle, linesOf, resigned } from "../support/bundles.js";
 import {
   type DatabaseKind,
@@ -14,6 +15,7 @@ import {
 import {
   describeEachDatabase,
   startTestEnv,
+  type TeamClient,
   type TestEnv,
   type TestTeam,
 } from "../support/harness.js";
@@ -321,6 +323,118 @@ describeEachDatabase("ExportTeam and ImportTeam", (env) => {
     );
     expect(sameRecords.code).toBe(Code.AlreadyExists);
     expect(sameRecords.message).toMatch(/^bundle-records: this server already holds a record/);
+  });
+});
+
+describeEachDatabase("a copy of a team on the server it came from", (env) => {
+  /** A team of threads and searchable words (no protocol requests: their ids are server-wide). */
+  async function wordyTeam() {
+    const t = await env().team("alice", "bob");
+    const alice = t.member("alice").client;
+    const bob = t.member("bob").client;
+    await t.lead.send({ to: "*", message: text("copied wombat for everyone") });
+    await alice.send({ to: "bob", message: text("the parser eats quaggas") });
+    const parent = (await inbox(bob)).find((e) => e.from === "alice");
+    await bob.send({ to: "alice", message: text("quaggas fixed"), replyTo: parent?.id ?? "" });
+    return t;
+  }
+
+  /** What `client` finds for `query`, its texts sorted. */
+  const findsOf = async (client: TeamClient, query: string) =>
+    (await client.searchMessages({ query })).hits
+      .map((h) => (h.envelope?.message?.kind.case === "text" ? h.envelope.message.kind.value : ""))
+      .sort();
+
+  /** The threads `client` lists: id, count and its latest text. */
+  const threadsOf = async (client: TeamClient) =>
+    (await client.listThreads({})).threads.map((th) => [
+      th.threadId,
+      th.messageCount,
+      th.latest?.message?.kind.value,
+    ]);
+
+  it("an imported copy is searched, threaded and indexed as its own team; the original's retention and deletion leave it whole", async () => {
+    const t = await wordyTeam();
+    const bundle = await exportBundle(t.lead);
+    const copy = await env()
+      .client()
+      .importTeam(importRequests(bundle.bytes, { team: `${t.name}-copy` }));
+    const token = (name: string) => copy.members.find((m) => m.name === name)?.token ?? "";
+    const copyLead = env().client(token("team-lead"));
+    const copyAlice = env().client(token("alice"));
+    const copyBob = env().client(token("bob"));
+    const quaggas = ["quaggas fixed", "the parser eats quaggas"];
+
+    // The copy's envelopes have the original's ids; each team finds its own.
+    const bothFind = async () => {
+      expect(await findsOf(copyLead, "quagga")).toEqual(quaggas);
+      expect(await findsOf(copyLead, "wombat")).toEqual(["copied wombat for everyone"]);
+      expect(await findsOf(copyAlice, "quagga")).toEqual(quaggas);
+      expect(await findsOf(copyBob, "wombat")).toEqual(["copied wombat for everyone"]);
+    };
+    await bothFind();
+    expect(await findsOf(t.lead, "quagga")).toEqual(quaggas);
+    for (const [original, copied] of [
+      [t.lead, copyLead],
+      [t.member("alice").client, copyAlice],
+      [t.member("bob").client, copyBob],
+    ] as const) {
+      expect(await threadsOf(copied)).toEqual(await threadsOf(original));
+    }
+    const [quaggaThread] = await threadsOf(copyAlice);
+    const thread = await copyAlice.getThread({ threadId: String(quaggaThread?.[0]) });
+    expect(thread.envelopes.map((e) => e.message?.kind.value)).toEqual([
+      "the parser eats quaggas",
+      "quaggas fixed",
+    ]);
+    const [copyTeam] = await env().db.query<{ id: number }>(
+      "SELECT id FROM teams WHERE name = $1",
+      [`${t.name}-copy`],
+    );
+    const copyRows = async () =>
+      (
+        await env().db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM message_search WHERE team_id = $1",
+          [copyTeam?.id],
+        )
+      )[0]?.n;
+    expect(await copyRows()).toBe(3);
+
+    // Retention of the original (alice acks there, after the export: the copy's cursor is
+    // the exported one) takes the original's words, not the copy's.
+    const alice = t.member("alice").client;
+    await alice.ack({ seq: (await inbox(alice)).at(-1)?.seq ?? 0n });
+    await deleteAckedMessages(env().db, new Date(Date.now() + 60_000), 1000);
+    expect(await findsOf(alice, "quagga")).toEqual(["the parser eats quaggas"]);
+    expect(await copyRows()).toBe(3);
+    await bothFind();
+    await t.lead.deleteTeam({ team: t.name });
+    expect(await copyRows()).toBe(3);
+    await bothFind();
+  });
+
+  it("an older bundle whose envelopes carry search_text (migration 012's column) imports and is searched", async () => {
+    const t = await wordyTeam();
+    const { bytes } = await exportBundle(t.lead);
+    const withText = bundleOf(
+      linesOf(bytes).map((l) => {
+        const r = JSON.parse(l);
+        return r.kind === "envelope"
+          ? JSON.stringify({ ...r, search_text: "text: stale words" })
+          : l;
+      }),
+    );
+    const key = generateKeyPairSync("ed25519");
+    const pem = createPublicKey(key.privateKey).export({ type: "spki", format: "pem" }) as string;
+    const old = resigned(withText, key.privateKey, pem);
+    expect(old.toString("utf8")).toContain('"search_text"');
+    const copy = await env()
+      .client()
+      .importTeam(importRequests(old, { team: `${t.name}-old`, publicKey: pem }));
+    const lead = env().client(copy.members.find((m) => m.name === "team-lead")?.token);
+    // The words are the body's, rendered anew; the bundle's search_text is not stored.
+    expect(await findsOf(lead, "quagga")).toEqual(["quaggas fixed", "the parser eats quaggas"]);
+    expect(await findsOf(lead, "stale")).toEqual([]);
   });
 });
 

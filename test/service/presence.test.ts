@@ -5,15 +5,20 @@ import {
   MemberChange,
   MemberStatus,
   Presence,
+  RequestStatus,
   SeenVia,
   TaskState,
   TaskStatus,
 } from "../../gen/team/v1/enums_pb.js";
 import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
 import type { Member } from "../../gen/team/v1/records_pb.js";
-import { TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { type SubscribeResponse, TeamService } from "../../gen/team/v1/team_service_pb.js";
+import { releaseTasksOfAbsentOwner } from "../../server/protocols/owner-timeout.js";
 import { describeEachDatabase, type TeamClient, type TestTeam } from "../support/harness.js";
-import { assign, taskOf } from "../support/task-helpers.js";
+import { requestRecord } from "../support/protocol-helpers.js";
+import { subscribedBeyond } from "../support/subscribed.js";
+import { envelopesOf, openSubscription } from "../support/subscription-reader.js";
+import { assign, handoffRequest, taskOf } from "../support/task-helpers.js";
 import { type Watcher, watch } from "../support/team-watch.js";
 import { eventually } from "../support/wait.js";
 
@@ -145,31 +150,73 @@ describeEachDatabase(
       await stream;
       w.stop();
     });
+  },
+  { presence: { ...WINDOWS, taskOwnerTimeoutS: 1 } },
+);
 
-    it("an owner offline past TASK_OWNER_TIMEOUT_S has its claimed tasks released to unowned, the lead told", async () => {
-      const team = await env().team("absent");
+/** Stops a stream's read at its first envelope carrying a message of this kind. */
+const envelopeOf = (kind: string) => (e: SubscribeResponse) =>
+  e.event.case === "envelope" && e.event.value.message?.kind.case === kind;
+
+describeEachDatabase(
+  "presence: TASK_OWNER_TIMEOUT_S",
+  (env) => {
+    it("an owner offline past TASK_OWNER_TIMEOUT_S has its claimed tasks released to unowned and its pending handoff canceled; the lead and the handoff's addressee hear it live", async () => {
+      const team = await env().team("absent", "bob");
+      const bob = team.member("bob").client;
       const w = watch(team.lead);
       const { task } = await team.lead.createTask({ subject: "Write the parser" });
       const taskId = task?.taskId ?? "";
       await team.lead.send({ to: "absent", message: assign(taskId) });
       expect((await taskOf(team.lead, taskId)).state).toBe(TaskState.CLAIMED);
-      await team.member("absent").client.listMembers({});
-      const notice = await eventually(
-        async () => {
-          const inbox = await team.lead.readInbox({});
-          const found = inbox.envelopes.find(
-            (e) =>
-              e.message?.kind.case === "taskNotification" && e.message.kind.value.taskId === taskId,
-          );
-          expect(found).toBeDefined();
-          return found;
+      // Its last call: a handoff to bob, still pending when it goes silent.
+      const handoff = await team
+        .member("absent")
+        .client.send({ to: "bob", message: handoffRequest(taskId) });
+      // The lead's and bob's streams have read their inboxes and wait (no heartbeat for a
+      // minute): what the release writes to each of them can reach it only live.
+      const before = env().app.hub.waiting;
+      const leadStream = openSubscription(team.lead);
+      const bobStream = openSubscription(bob);
+      await subscribedBeyond(env().app, before + 1);
+      const toLead = await leadStream.until(envelopeOf("taskNotification"));
+      const toBob = await bobStream.until(envelopeOf("requestUpdate"));
+      leadStream.close();
+      bobStream.close();
+      for (const read of [toLead, toBob]) {
+        expect(read.map((e) => e.event.case)).not.toContain("heartbeat");
+      }
+      expect(toLead.at(-1)?.event.value).toMatchObject({
+        from: "",
+        message: {
+          kind: {
+            value: {
+              taskId,
+              status: TaskStatus.STOPPED,
+              description: "absent",
+              summary: `Agent "absent" has been offline longer than TASK_OWNER_TIMEOUT_S: task ${JSON.stringify(taskId)} is unowned again`,
+            },
+          },
         },
-        { timeoutMs: 20_000, intervalMs: 200 },
+      });
+      expect(toBob.at(-1)?.event.value).toMatchObject({
+        from: "",
+        requestId: handoff.requestId,
+        message: {
+          kind: {
+            value: {
+              status: RequestStatus.CANCELED,
+              detail: `"absent" has not been seen for too long: its task is unowned again and request ${handoff.requestId} is canceled`,
+            },
+          },
+        },
+      });
+      expect((await requestRecord(team.lead, handoff.requestId)).status).toBe(
+        RequestStatus.CANCELED,
       );
-      const body = notice?.message?.kind.value;
-      expect(notice?.from).toBe("");
-      expect(body).toMatchObject({ status: TaskStatus.STOPPED, description: "absent" });
-      expect((body as { summary: string }).summary).toContain("TASK_OWNER_TIMEOUT_S");
+      // Stored as a task_notification: a search of the lead's history by that kind finds it.
+      const found = await team.lead.searchMessages({ query: "unowned", kind: "task_notification" });
+      expect(found.hits.map((h) => h.envelope?.seq)).toEqual([envelopesOf(toLead).at(-1)?.seq]);
       const released = await taskOf(team.lead, taskId);
       expect(released.state).toBe(TaskState.UNOWNED);
       expect(released.owner).toBe("");
@@ -177,9 +224,12 @@ describeEachDatabase(
       expect(presenceOf(w.events(), "absent").at(-1)?.presence).toBe(Presence.OFFLINE);
       expect((await memberOf(team.lead, "absent")).status).toBe(MemberStatus.ACTIVE);
       w.stop();
+      // The absent owner itself is told nothing (its inbox: the assignment only).
+      const own = await team.member("absent").client.readInbox({});
+      expect(own.envelopes.map((e) => e.message?.kind.case)).toEqual(["taskAssign"]);
     }, 30_000);
   },
-  { presence: { ...WINDOWS, taskOwnerTimeoutS: 1 } },
+  { presence: { ...WINDOWS, taskOwnerTimeoutS: 1 }, heartbeatIntervalMs: 60_000 },
 );
 
 describeEachDatabase(
@@ -198,6 +248,40 @@ describeEachDatabase(
       expect(kept.state).toBe(TaskState.CLAIMED);
       expect(kept.owner).toBe("away");
       w.stop();
+    });
+
+    it("the release takes only from an owner still absent under its row lock: one seen since keeps its tasks, one absent holding nothing releases nothing", async () => {
+      // The job picks absent owners, then releases each in a transaction of its own; called
+      // here directly, as that transaction would run once the member was seen meanwhile.
+      const team = await env().team("back", "idle");
+      const { task } = await team.lead.createTask({ subject: "Keep it" });
+      const taskId = task?.taskId ?? "";
+      await team.lead.send({ to: "back", message: assign(taskId) });
+      await team.member("back").client.listMembers({});
+      await team.member("idle").client.listMembers({});
+      const rows = await env().db.query<{ id: number; name: string; team_id: number }>(
+        `SELECT m.id, m.name, m.team_id FROM members m JOIN teams t ON t.id = m.team_id
+         WHERE t.name = $1`,
+        [team.name],
+      );
+      const release = (name: string, absentS: number) => {
+        const m = rows.find((r) => r.name === name);
+        if (!m) throw new Error(`no member ${name}`);
+        return env().db.transaction((tx) =>
+          releaseTasksOfAbsentOwner(tx, {
+            teamId: m.team_id,
+            member: { id: m.id, name: m.name },
+            absentS,
+          }),
+        );
+      };
+      const nothing = { taskIds: [], aftermath: { requestIds: [], deliveries: [] } };
+      // Seen within the hour: not absent by an hour's window.
+      expect(await release("back", 3600)).toEqual(nothing);
+      expect((await taskOf(team.lead, taskId)).owner).toBe("back");
+      // Absent by a zero window, but holding no task: nothing released, nobody told.
+      expect(await release("idle", 0)).toEqual(nothing);
+      expect((await team.lead.readInbox({})).envelopes).toEqual([]);
     });
   },
   { presence: { ...WINDOWS, taskOwnerTimeoutS: 0 } },

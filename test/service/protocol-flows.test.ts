@@ -21,6 +21,7 @@ import {
 } from "../support/protocol-helpers.js";
 import { subscribedBeyond } from "../support/subscribed.js";
 import { envelopesOf, openSubscription } from "../support/subscription-reader.js";
+import { assign } from "../support/task-helpers.js";
 
 /** Reads a stream to its end; returns what came and how it ended. */
 async function drain(stream: AsyncIterable<SubscribeResponse>) {
@@ -298,10 +299,46 @@ describeEachDatabase("protocol flows (the seed's two flows, end to end)", (env) 
       [plan.requestId, toBob.requestId, bobsPlan.requestId].sort(),
     );
     for (const u of updates) expect(u.status).toBe(RequestStatus.CANCELED);
+    // Each says which member stopped and why, whichever side of the request it was on.
+    expect(Object.fromEntries(updates.map((u) => [u.requestId, u.detail]))).toEqual({
+      [plan.requestId]: `request ${plan.requestId} was canceled: "alice" has shut down`,
+      [toBob.requestId]: `request ${toBob.requestId} was canceled: "bob" was removed by the lead`,
+      [bobsPlan.requestId]: `request ${bobsPlan.requestId} was canceled: "bob" was removed by the lead`,
+    });
     // An answer to a canceled request is refused.
     const late = await refused(() =>
       t.lead.send({ to: "alice", message: planResponse(plan.requestId, true) }),
     );
     expect(late.detail?.rule).toBe("once-only");
+  });
+  it("the lead's open stream hears live what a member's removal did: the request it waited on canceled, then the task another held unowned", async () => {
+    const t = await env().team("bob", "carol");
+    const bob = t.member("bob").client;
+    const plan = await bob.send({ to: "team-lead", message: planRequest("q") });
+    await t.lead.send({ to: "carol", message: assign("c1") });
+    const before = env().app.hub.waiting;
+    const stream = openSubscription(t.lead);
+    // The stream has read the lead's inbox (bob's plan) and waits: what the removals write
+    // to the lead can only reach it live, before the stream's first heartbeat.
+    await subscribedBeyond(env().app, before);
+    // bob holds no task: the request_update alone must wake the lead's stream.
+    await t.lead.removeMember({ name: "bob" });
+    const update = await stream.until(
+      (e) => e.event.case === "envelope" && e.event.value.message?.kind.case === "requestUpdate",
+    );
+    expect(update.map((e) => e.event.case)).not.toContain("heartbeat");
+    expect(update.at(-1)?.event.value).toMatchObject({ from: "", requestId: plan.requestId });
+    await subscribedBeyond(env().app, before);
+    // carol has no pending request: the STOPPED notice alone must wake it.
+    await t.lead.removeMember({ name: "carol" });
+    const notice = await stream.until(
+      (e) => e.event.case === "envelope" && e.event.value.message?.kind.case === "taskNotification",
+    );
+    stream.close();
+    expect(notice.map((e) => e.event.case)).not.toContain("heartbeat");
+    expect(notice.at(-1)?.event.value).toMatchObject({
+      from: "",
+      message: { kind: { value: { taskId: "c1", status: TaskStatus.STOPPED } } },
+    });
   });
 });

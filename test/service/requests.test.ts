@@ -2,6 +2,9 @@ import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
+import type { Database, Queryable } from "../../server/store/database.js";
+import { deleteTeamRows } from "../../server/store/members.js";
+import { finishRequest } from "../../server/store/requests.js";
 import { databaseKinds, openTestDatabase } from "../support/databases.js";
 import { describeEachDatabase, startTestEnv, type TeamClient } from "../support/harness.js";
 import {
@@ -16,7 +19,7 @@ import {
   shutdownResponse,
 } from "../support/protocol-helpers.js";
 import { awaitingAtMost, awaitingBeyond } from "../support/subscribed.js";
-import { sleep } from "../support/wait.js";
+import { sleep, waitFor } from "../support/wait.js";
 
 /** The shortest ttl the server accepts. */
 const ONE_SECOND = { seconds: 1n };
@@ -45,6 +48,48 @@ const updatesFor = (envelopes: Envelope[], requestId: string) =>
 const hasUpdateFor = (requestId: string) => (envelopes: Envelope[]) =>
   updatesFor(envelopes, requestId).length > 0;
 
+/**
+ * Holds a request's row lock from another connection (as an answer or an expiry in progress
+ * would), until `release` is called; `then` runs in that transaction just before it commits.
+ */
+async function holdRequestRow(
+  db: Database,
+  requestId: string,
+  then?: (tx: Queryable) => Promise<void>,
+) {
+  let release = () => {};
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let holding = () => {};
+  const held = new Promise<void>((r) => {
+    holding = r;
+  });
+  const holder = db.transaction(async (tx) => {
+    await tx.query("SELECT 1 FROM requests WHERE id = $1 FOR UPDATE", [requestId]);
+    holding();
+    await released;
+    await then?.(tx);
+  });
+  await held;
+  return {
+    /** Resolves once a statement of this database waits for a row lock on requests. */
+    waitedOn: () =>
+      waitFor("a statement waiting for the request's row lock", async () => {
+        const [row] = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND wait_event_type = 'Lock'
+             AND query ILIKE '%requests%'`,
+        );
+        return (row?.n ?? 0) > 0;
+      }),
+    commit: async () => {
+      release();
+      await holder;
+    },
+  };
+}
+
 /** Unwraps an AwaitRequest / CancelRequest answer. */
 function recordOf(res: { request?: RequestRecord | undefined }): RequestRecord {
   if (!res.request) throw new Error("the response carries no record");
@@ -53,7 +98,7 @@ function recordOf(res: { request?: RequestRecord | undefined }): RequestRecord {
 
 describeEachDatabase(
   "requests: GetRequest, ListRequests, AwaitRequest, CancelRequest",
-  (env) => {
+  (env, kind) => {
     describe("GetRequest", () => {
       it("shows a request to its requester, its addressee and the lead; refuses a third teammate (PermissionDenied), another team (NotFound) and a malformed id (size-shape)", async () => {
         const t = await env().team("alice", "bob");
@@ -475,6 +520,76 @@ describeEachDatabase(
         expect(stale.message).toMatch(/token revoked/);
         expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.PENDING);
       });
+
+      it("a member whose team was deleted a moment ago (its row gone, its token still cached) cancels nothing: token revoked", async () => {
+        const t = await env().team("alice");
+        const alice = t.member("alice").client;
+        const sent = await alice.send({ to: "team-lead", message: planRequest("p") });
+        expect((await alice.listMembers({})).members.length).toBeGreaterThan(0); // token cached
+        // Deleted in the store, as DeleteTeam on another replica would: nothing tells this
+        // server's caller cache, so alice's token is still trusted for a while.
+        const [team] = await env().db.query<{ id: number }>(
+          "SELECT id FROM teams WHERE name = $1",
+          [t.name],
+        );
+        await env().db.transaction((tx) => deleteTeamRows(tx, team?.id ?? 0));
+        const gone = await refused(() => alice.cancelRequest({ requestId: sent.requestId }));
+        expect([gone.code, gone.message]).toEqual([
+          Code.Unauthenticated,
+          'token revoked: member "?" is stopped',
+        ]);
+      });
+
+      it.skipIf(kind !== "postgres")(
+        "a cancel waits for the request's row: an answer committed meanwhile is named in the once-only refusal [postgres]",
+        async () => {
+          const t = await env().team("alice");
+          const sent = await t.lead.send({ to: "alice", message: shutdownRequest() });
+          // An answer in progress holds the row; the cancel must read the request only once
+          // the answer committed, or it refuses naming a state the request never had.
+          const answer = await holdRequestRow(env().db, sent.requestId, async (tx) => {
+            expect(await finishRequest(tx, sent.requestId, "rejected", null)).toBe(true);
+          });
+          const canceling = refused(() => t.lead.cancelRequest({ requestId: sent.requestId }));
+          await answer.waitedOn();
+          await answer.commit();
+          const e = await canceling;
+          expect([e.code, e.message]).toEqual([
+            Code.FailedPrecondition,
+            `once-only: request ${sent.requestId} is already rejected; only a pending request can be canceled`,
+          ]);
+        },
+      );
+
+      it.skipIf(kind !== "postgres")(
+        "a request whose deadline passes while its cancel waits for the row is refused as expired, not canceled [postgres]",
+        async () => {
+          const t = await env().team("alice");
+          const sent = await t.lead.send({ to: "alice", message: shutdownRequest() });
+          await env().db.query(
+            "UPDATE requests SET expires_at = clock_timestamp() + interval '2 seconds' WHERE id = $1",
+            [sent.requestId],
+          );
+          const held = await holdRequestRow(env().db, sent.requestId);
+          // The cancel reads the request while it is still pending, then waits for the row.
+          const canceling = refused(() => t.lead.cancelRequest({ requestId: sent.requestId }));
+          await held.waitedOn();
+          await waitFor("the request's deadline to pass", async () => {
+            const [row] = await env().db.query<{ past: boolean }>(
+              "SELECT expires_at <= clock_timestamp() AS past FROM requests WHERE id = $1",
+              [sent.requestId],
+            );
+            return row?.past === true;
+          });
+          await held.commit();
+          const e = await canceling;
+          expect([e.code, e.message]).toEqual([
+            Code.FailedPrecondition,
+            `once-only: request ${sent.requestId} is already expired; only a pending request can be canceled`,
+          ]);
+          expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.EXPIRED);
+        },
+      );
 
       it("an unknown id, or another team's, is NotFound (unknown-request)", async () => {
         const t = await env().team("alice");

@@ -5,6 +5,7 @@ import { MemberRole } from "../../gen/team/v1/enums_pb.js";
 import type { SearchMessagesRequestSchema } from "../../gen/team/v1/history_pb.js";
 import { deleteAckedMessages } from "../../server/store/retention.js";
 import { searchMessages } from "../../server/store/search.js";
+import { catchUpSearch } from "../../server/store/search-index.js";
 import { describeEachDatabase, type TeamClient } from "../support/harness.js";
 import {
   inbox,
@@ -233,6 +234,50 @@ describeEachDatabase("SearchMessages: full text over what the caller may read", 
     }
     expect(hits.map((h) => h.snippet)).toEqual(["text: prompt «wombat»"]);
     expect(await env().db.query("SELECT 1 FROM search_pending")).toEqual([]);
+  });
+
+  it("ranks the newest matches only (SEARCH_WINDOW), after visibility and filters", async () => {
+    const team = await env().team("alice", "bob");
+    await team.lead.send({ to: "alice", message: text("gadget gadget gadget, the old best") });
+    for (const n of [1, 2, 3]) await team.lead.send({ to: "bob", message: text(`gadget ${n}`) });
+    const [lead, alice] = await env().db.query<{ id: number; team_id: number }>(
+      `SELECT m.id, m.team_id FROM members m JOIN teams t ON t.id = m.team_id
+       WHERE t.name = $1 AND m.name IN ('team-lead', 'alice') ORDER BY m.role <> 'lead'`,
+      [team.name],
+    );
+    await catchUpSearch(env().db, lead?.team_id ?? 0);
+    const search = async (member: typeof lead, wholeTeam: boolean, window: number) =>
+      (
+        await searchMessages(
+          env().db,
+          { teamId: member?.team_id ?? 0, memberId: member?.id ?? 0, wholeTeam },
+          { query: "gadget" },
+          0,
+          10,
+          window,
+        )
+      ).map((h) => h.snippet.replace(/[«»]/g, ""));
+    // All four ranked: the oldest has the word three times.
+    expect((await search(lead, true, 10))[0]).toBe("text: gadget gadget gadget, the old best");
+    // The newest two only: the old best is not among them; ranked among themselves.
+    const two = await search(lead, true, 2);
+    expect(two).toHaveLength(2);
+    expect(two).not.toContain("text: gadget gadget gadget, the old best");
+    // A teammate's window is taken over what it may read: alice's one match is older than
+    // the team's newest two, and still found.
+    expect(await search(alice, false, 2)).toEqual(["text: gadget gadget gadget, the old best"]);
+    // Filters too: bob's messages are the newest, to: alice reaches past them.
+    const toAlice = await searchMessages(
+      env().db,
+      { teamId: lead?.team_id ?? 0, memberId: lead?.id ?? 0, wholeTeam: true },
+      { query: "gadget", to: "alice" },
+      0,
+      10,
+      1,
+    );
+    expect(toAlice.map((h) => h.snippet)).toEqual([
+      "text: «gadget» «gadget» «gadget», the old best",
+    ]);
   });
 
   it("queued envelopes (migration 013 queues what 012's backfill had not reached) are indexed", async () => {

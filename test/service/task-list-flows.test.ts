@@ -1,8 +1,17 @@
 import { ConnectError } from "@connectrpc/connect";
 import { expect, it } from "vitest";
-import { RequestStatus, TaskProgress, TaskState, TaskStatus } from "../../gen/team/v1/enums_pb.js";
+import {
+  RequestStatus,
+  TaskChange,
+  TaskProgress,
+  TaskState,
+  TaskStatus,
+} from "../../gen/team/v1/enums_pb.js";
+import type { TeamEvent } from "../../gen/team/v1/feed_pb.js";
 import { describeEachDatabase, raceTitle, type TeamClient } from "../support/harness.js";
 import { inbox, refused, requestRecord } from "../support/protocol-helpers.js";
+import { subscribedBeyond } from "../support/subscribed.js";
+import { openSubscription } from "../support/subscription-reader.js";
 import {
   assign,
   claimAndApprove,
@@ -16,6 +25,7 @@ import {
   taskListSnapshot,
   taskOf,
 } from "../support/task-helpers.js";
+import { watch } from "../support/team-watch.js";
 
 /** The READY notices the server wrote to a member's inbox: the ids of the tasks, in order. */
 async function readyNotices(client: TeamClient): Promise<string[]> {
@@ -90,6 +100,13 @@ describeEachDatabase("the task list: flows", (env, kind) => {
       createdBy: "alice",
       status: TaskProgress.PENDING,
       state: TaskState.UNOWNED,
+    });
+    // So does an assignment of one, the lead its creator.
+    await t.lead.send({ to: "bob", message: assign("legacy-10") });
+    expect(await taskOf(alice, "legacy-10")).toMatchObject({
+      subject: "legacy-10",
+      createdBy: "team-lead",
+      owner: "bob",
     });
   });
 
@@ -203,6 +220,60 @@ describeEachDatabase("the task list: flows", (env, kind) => {
       status: TaskProgress.PENDING,
       ready: true,
     });
+  });
+
+  it("a sign-off unblocks in the feed each open task waiting on it, not one already completed or deleted; the lead's open stream hears live of the one now ready", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    // b and d wait on a; c is done while it still waits on a, d deleted while it does.
+    await createTasks(t.lead, [["a"], ["b", "a"], ["c"], ["d", "a"]]);
+    await t.lead.send({ to: "alice", message: assign("c") });
+    await t.lead.updateTask({ taskId: "c", addBlockedBy: ["a"] });
+    const sc = await alice.send({ to: "team-lead", message: signoffRequest("c") });
+    await t.lead.send({ to: "alice", message: signoffResponse(sc.requestId, true) });
+    expect(await taskOf(alice, "c")).toMatchObject({
+      status: TaskProgress.COMPLETED,
+      openBlockers: ["a"],
+    });
+    await t.lead.deleteTask({ taskId: "d" });
+    await t.lead.send({ to: "alice", message: assign("a") });
+    const sa = await alice.send({ to: "team-lead", message: signoffRequest("a") });
+
+    // The lead's stream has read its inbox (the sign-off request last) and waits: the READY
+    // notice the approval writes can only reach it live, before any heartbeat.
+    const before = env().app.hub.waiting;
+    const stream = openSubscription(t.lead);
+    await subscribedBeyond(env().app, before);
+    await t.lead.send({ to: "alice", message: signoffResponse(sa.requestId, true) });
+    const read = await stream.until(
+      (e) =>
+        e.event.case === "envelope" &&
+        e.event.value.message?.kind.case === "taskNotification" &&
+        e.event.value.message.kind.value.taskId === "b",
+    );
+    stream.close();
+    expect(read.map((e) => e.event.case)).not.toContain("heartbeat");
+    expect(read.at(-1)?.event.value).toMatchObject({
+      from: "",
+      message: { kind: { value: { taskId: "b", status: TaskStatus.READY } } },
+    });
+
+    // The feed from the start, up to that notice: only b, still open, was unblocked.
+    const w = watch(t.lead);
+    const isReadyNotice = (e: TeamEvent) =>
+      e.change.case === "envelope" &&
+      e.change.value.envelope?.message?.kind.case === "taskNotification" &&
+      e.change.value.envelope.message.kind.value.taskId === "b";
+    await w.until("b's READY notice in the feed", (x) => x.events().some(isReadyNotice));
+    w.stop();
+    const unblocked = w
+      .events()
+      .flatMap((e) =>
+        e.change.case === "task" && e.change.value.change === TaskChange.UNBLOCKED
+          ? [`${e.change.value.task?.taskId} by ${e.change.value.by}`]
+          : [],
+      );
+    expect(unblocked).toEqual(["b by team-lead"]);
   });
 
   it("DeleteTask: pending requests canceled, the tasks that waited only on it ready and announced, every later write refused", async () => {

@@ -60,6 +60,7 @@ describeEachDatabase("the task list: every rule, end to end", (env) => {
       Code.FailedPrecondition,
     );
     expect(approval.message).toContain('"d" is blocked by "a"');
+    expect(approval.detail?.field).toBe("message.task_claim_response.request_id");
     // Ready tasks move.
     await claimAndApprove(t.lead, t.member("bob").client, "bob", "b");
     await t.lead.send({ to: "alice", message: assign("a") });

@@ -174,12 +174,13 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
     expect(r1.message).toContain(pending.requestId);
     expect(r1.message).toContain('"alice"');
     expect(r1.detail?.field).toBe("message.task_claim_request.task_id");
-    await expectRule(
+    const a1 = await expectRule(
       t,
       () => t.lead.send({ to: "bob", message: assign("t1") }),
       "one-owner",
       Code.FailedPrecondition,
     );
+    expect(a1.detail?.field).toBe("message.task_assign.task_id");
     await t.lead.send({ to: "alice", message: claimResponse(pending.requestId, true) });
     const r2 = await expectRule(
       t,

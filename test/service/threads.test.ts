@@ -2,6 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { expect, it } from "vitest";
 import { MemberRole } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../../gen/team/v1/records_pb.js";
+import { deleteAckedMessages } from "../../server/store/retention.js";
 import { describeEachDatabase, type TeamClient } from "../support/harness.js";
 import {
   inbox,
@@ -111,6 +112,34 @@ describeEachDatabase("threads: reply_to, GetThread, ListThreads", (env) => {
     const page2 = await alice.listThreads({ pageSize: 2, pageToken: page1.nextPageToken });
     expect(page2.threads.map((t) => words([t.first as Envelope])[0])).toEqual(["topic 2"]);
     expect(page2.nextPageToken).toBe("");
+  });
+
+  it("ListThreads after retention: a thread whose newest message was deleted is ordered by its newest left", async () => {
+    const team = await env().team("alice", "bob");
+    const alice = team.member("alice").client;
+    const bob = team.member("bob").client;
+    await alice.send({ to: "team-lead", message: text("x1") });
+    const x1 = await received(team.lead, "x1");
+    await bob.send({ to: "team-lead", message: text("y1") });
+    await team.lead.send({ to: "alice", message: text("x2"), replyTo: x1.id });
+    const order = async () =>
+      (await team.lead.listThreads({})).threads.map((t) => [
+        t.messageCount,
+        words(t.latest ? [t.latest] : [])[0],
+      ]);
+    expect(await order()).toEqual([
+      [2, "x2"],
+      [1, "y1"],
+    ]);
+    await alice.ack({ seq: (await inbox(alice)).at(-1)?.seq ?? 0n });
+    await deleteAckedMessages(env().db, new Date(Date.now() + 60_000), 1000);
+    expect(await order()).toEqual([
+      [1, "y1"],
+      [1, "x1"],
+    ]);
+    expect((await alice.listThreads({})).threads.map((t) => t.latest?.message?.kind.value)).toEqual(
+      ["x1"],
+    );
   });
 
   it("a reply to a message the sender may not read, or to no message, is refused", async () => {

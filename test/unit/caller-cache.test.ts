@@ -58,4 +58,48 @@ describe("the caller cache of the auth interceptor", () => {
     cache.set("a", caller(1), cache.epoch());
     expect(cache.get("a")).toBeUndefined();
   });
+
+  it("calls asking for one token while its look-up runs share that look-up's answer", async () => {
+    const cache = createCallerCache({ ttlMs: 60_000, maxEntries: 10 });
+    let lookUps = 0;
+    let answer: (c: Caller) => void = () => {};
+    const lookUp = () => {
+      lookUps++;
+      return new Promise<Caller>((resolve) => {
+        answer = resolve;
+      });
+    };
+    const asked = Array.from({ length: 16 }, () => cache.shared("a", cache.epoch(), lookUp));
+    expect(lookUps).toBe(1);
+    answer(caller(1));
+    expect((await Promise.all(asked)).map((c) => c.id)).toEqual(Array(16).fill(1));
+    // Done: the next call looks up again (what it finds is the cache's business).
+    void cache.shared("a", cache.epoch(), lookUp);
+    expect(lookUps).toBe(2);
+  });
+
+  it("a call that asks after a revocation does not share a look-up begun before it", async () => {
+    const cache = createCallerCache({ ttlMs: 60_000, maxEntries: 10 });
+    let lookUps = 0;
+    const lookUp = () => {
+      lookUps++;
+      return new Promise<Caller>(() => {});
+    };
+    void cache.shared("a", cache.epoch(), lookUp); // reads the member as active...
+    cache.forgetMember(1); // ...which is revoked meanwhile
+    void cache.shared("a", cache.epoch(), lookUp);
+    expect(lookUps).toBe(2);
+    // A failed look-up is shared too, and then forgotten.
+    const failing = () => {
+      lookUps++;
+      return Promise.reject(new Error("database gone"));
+    };
+    const b1 = cache.shared("b", cache.epoch(), failing);
+    const b2 = cache.shared("b", cache.epoch(), failing);
+    await expect(b1).rejects.toThrow("database gone");
+    await expect(b2).rejects.toThrow("database gone");
+    expect(lookUps).toBe(3);
+    await expect(cache.shared("b", cache.epoch(), failing)).rejects.toThrow("database gone");
+    expect(lookUps).toBe(4);
+  });
 });
