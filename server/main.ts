@@ -107,6 +107,14 @@ export async function run(
     idleConnectionTimeoutMs: config.idleConnectionTimeoutMs,
     maxConnections: config.maxConnections,
   });
+  // Before the start line: whoever waits for that line (a supervisor, a test) has seen this.
+  if (config.adminToken === undefined && !isLoopback(config.host)) {
+    logger.warn(
+      { event: "create_team_open", host: config.host },
+      `CreateTeam is open to anyone who reaches ${server.url} (within CREATE_TEAM_RATE_PER_MIN ` +
+        "and MAX_TEAMS): set TEAM_ADMIN_TOKEN when listening beyond loopback",
+    );
+  }
   logger.info(
     {
       event: "start",
@@ -119,13 +127,6 @@ export async function run(
     },
     `team-protocols listening on ${server.url}`,
   );
-  if (config.adminToken === undefined && !isLoopback(config.host)) {
-    logger.warn(
-      { event: "create_team_open", host: config.host },
-      `CreateTeam is open to anyone who reaches ${server.url} (within CREATE_TEAM_RATE_PER_MIN ` +
-        "and MAX_TEAMS): set TEAM_ADMIN_TOKEN when listening beyond loopback",
-    );
-  }
   let stopping: Promise<void> | undefined;
   const stop = () => {
     stopping ??= (async () => {
