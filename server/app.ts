@@ -29,10 +29,12 @@ import {
   type NodeHandler,
 } from "./http/connect-adapter.js";
 import { loadConsoleAssets } from "./http/console-assets.js";
+import type { WholeBodies } from "./http/held-bodies.js";
 import { createHostGuard } from "./http/host-guard.js";
 import type { RawStreams } from "./http/http-server.js";
 import { createOriginGuard } from "./http/origin-guard.js";
 import { contextValuesFor, responseCutKey } from "./http/slow-consumer-guard.js";
+import { wholeBodyRoutes } from "./http/whole-body-routes.js";
 import { writePressureKey } from "./http/write-pressure.js";
 import { createClusterBus } from "./inbox/cluster-bus.js";
 import { createInboxHub, type InboxHub } from "./inbox/hub.js";
@@ -189,6 +191,11 @@ export interface App {
    * `rawStreams`. Undefined when the fast path is turned off.
    */
   rawStreams(): RawStreams | undefined;
+  /**
+   * HTTP/2 streams whose body the server reads whole before it starts `nodeHandler()` for
+   * them (http/held-bodies.ts): give it to the HTTP server as `wholeBodies`.
+   */
+  wholeBodies(): WholeBodies;
   /** Live subscriptions of this process. */
   readonly hub: InboxHub;
   /** AwaitRequest calls waiting in this process. */
@@ -426,6 +433,9 @@ export function createApp(options: AppOptions): App {
         }
         connect(req, res);
       };
+    },
+    wholeBodies() {
+      return wholeBodyRoutes((router) => app.routes(router), READ_MAX_BYTES);
     },
     rawStreams() {
       if (options.grpcFastPath === false) return undefined;

@@ -96,6 +96,7 @@ export async function run(
   const server = await startServer({
     handler,
     rawStreams: app.rawStreams(),
+    wholeBodies: app.wholeBodies(),
     host: config.host,
     port: config.port,
     logger,

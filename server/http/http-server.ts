@@ -4,6 +4,7 @@ import net from "node:net";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics/metrics.js";
 import { keepSessionAlive, keepSocketAlive } from "./connection-keepalive.js";
+import { type HeldBody, holdBody, replayHeldBody, type WholeBodies } from "./held-bodies.js";
 import {
   closeWhenIdle,
   IdleConnections,
@@ -39,6 +40,11 @@ export interface ServerOptions {
   handler: Handler;
   /** HTTP/2 streams served before (instead of) `handler` (App.rawStreams()). */
   rawStreams?: RawStreams | undefined;
+  /**
+   * HTTP/2 streams (not taken by `rawStreams`) whose body is read whole before `handler` is
+   * started for them (App.wholeBodies()): one that never ends costs no handler.
+   */
+  wholeBodies?: WholeBodies | undefined;
   host: string;
   /** 0 picks a free port. */
   port: number;
@@ -127,7 +133,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       { event: "slow_consumer_cut", path, stalledMs },
       "cut a response whose client stopped reading; it can resume from its last seq",
     );
+  /** The held body of the stream whose compatibility objects are being made (below). */
+  let releasing: HeldBody | undefined;
   const counted: Handler = (req, res) => {
+    if (releasing !== undefined && "stream" in req && req.stream === releasing.stream) {
+      replayHeldBody(req, releasing);
+    }
     countInFlight(res);
     if (stopping && "setHeader" in res && !res.headersSent && req.httpVersionMajor === 1) {
       res.setHeader("connection", "close");
@@ -182,24 +193,41 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     counted as (r: http2.Http2ServerRequest, s: http2.Http2ServerResponse) => void,
   );
   const raw = options.rawStreams;
-  if (raw) {
+  const whole = options.wholeBodies;
+  if (raw || whole) {
     // Node serves `handler` through one 'stream' listener that builds the compatibility
     // objects (req/res). Streams `raw` accepts skip it: they are served on the bare stream,
-    // counted and guarded against slow consumers the same way.
+    // counted and guarded against slow consumers the same way. Streams `whole` holds get it
+    // once their body is in (held-bodies.ts).
     const [compat] = h2.listeners("stream") as ((...args: unknown[]) => void)[];
     if (compat) h2.removeListener("stream", compat);
     h2.on("stream", (stream, headers, ...rest) => {
-      if (!raw.accepts(headers)) {
-        compat?.(stream, headers, ...rest);
+      if (raw?.accepts(headers)) {
+        countInFlight(stream);
+        // A reset (the client cancelled, or the guard cut it) is an 'error' on a bare stream:
+        // it ends the call through 'close', and must not end the process.
+        stream.on("error", ignore);
+        raw.serve(stream, headers, () =>
+          guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])),
+        );
         return;
       }
-      countInFlight(stream);
-      // A reset (the client cancelled, or the guard cut it) is an 'error' on a bare stream:
-      // it ends the call through 'close', and must not end the process.
-      stream.on("error", ignore);
-      raw.serve(stream, headers, () =>
-        guardSlowStream(stream, slowConsumerMs, logCut(headers[":path"])),
-      );
+      if (whole && !stream.endAfterHeaders && whole.holds(headers)) {
+        // Counted while held, as its handler will be: a graceful stop waits for it.
+        countInFlight(stream);
+        stream.on("error", ignore);
+        holdBody(stream, headers, whole.maxBytes, (body) => {
+          // Node's listener emits 'request' at once: `counted` gives the body to its request.
+          releasing = body;
+          try {
+            compat?.(stream, headers, ...rest);
+          } finally {
+            releasing = undefined;
+          }
+        });
+        return;
+      }
+      compat?.(stream, headers, ...rest);
     });
   }
   const metrics = options.metrics;

@@ -105,6 +105,7 @@ export async function startTestEnv(
   const server = await startServer({
     handler,
     rawStreams: app.rawStreams(),
+    wholeBodies: app.wholeBodies(),
     host: "127.0.0.1",
     port: 0,
     logger: silentLogger(),

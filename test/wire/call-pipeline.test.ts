@@ -722,6 +722,7 @@ describeEachDatabase(
       };
       const common = {
         handler: app.nodeHandler(),
+        wholeBodies: app.wholeBodies(),
         host: "127.0.0.1",
         port: 0,
         logger: silentLogger(),

@@ -1,4 +1,5 @@
 import http from "node:http";
+import http2 from "node:http2";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { pino } from "pino";
 import { expect, it } from "vitest";
@@ -33,6 +34,66 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
     });
   }
 
+  /**
+   * HTTP/2: a body that is never finished, whose first bytes already say it is too long. The
+   * server holds Connect and gRPC-Web bodies until they end (server/http/held-bodies.ts), but
+   * not these: the refusal comes without the end (REQUEST_TIMEOUT_MS here is the default 60 s).
+   */
+  async function refusedBeforeTheEnd(headers: http2.OutgoingHttpHeaders, first: Buffer) {
+    const team = await env().team();
+    const session = http2.connect(env().server.url);
+    session.on("error", () => {});
+    try {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": `/${TeamService.typeName}/Send`,
+        authorization: `Bearer ${team.leadToken}`,
+        ...headers,
+      });
+      stream.on("error", () => {});
+      stream.write(first);
+      let answer: http2.IncomingHttpHeaders = {};
+      let body = "";
+      stream.on("response", (h) => {
+        answer = h;
+      });
+      stream.setEncoding("latin1").on("data", (d: string) => {
+        body += d;
+      });
+      await new Promise<void>((resolve) => {
+        stream.once("end", resolve);
+        stream.once("close", resolve);
+      });
+      return { headers: answer, body };
+    } finally {
+      session.destroy();
+    }
+  }
+
+  it("HTTP/2, gRPC-Web: a first message announcing more than 1 MiB is refused as soon as its length is in", async () => {
+    const r = await refusedBeforeTheEnd(
+      { "content-type": "application/grpc-web+proto" },
+      envelope(0, Buffer.alloc(10), 2 * 1024 * 1024),
+    );
+    expect(r.headers[":status"]).toBe(200);
+    const status = r.headers["grpc-status"] ?? /grpc-status: ?(\d+)/.exec(r.body)?.[1];
+    expect(status).toBe(String(Code.ResourceExhausted));
+  });
+
+  it("HTTP/2, Connect: a content-length over 1 MiB is refused at once, and so is a body past 1 MiB", async () => {
+    const declared = await refusedBeforeTheEnd(
+      { "content-type": "application/proto", "content-length": String(2 * 1024 * 1024) },
+      Buffer.of(0x0a),
+    );
+    const long = await refusedBeforeTheEnd(
+      { "content-type": "application/json" },
+      Buffer.alloc(1024 * 1024 + 10, 0x20),
+    );
+    for (const r of [declared, long]) {
+      expect(JSON.parse(r.body)).toMatchObject({ code: "resource_exhausted" });
+    }
+  });
+
   it("HTTP/2: a refused call does not hold up a graceful stop (its request stream used to stay open until the grace ran out)", async () => {
     const team = await env().team("worker");
     const events: string[] = [];
@@ -40,6 +101,7 @@ describeEachDatabase("answers sent before the request body is in", (env) => {
     const server = await startServer({
       handler: env().app.nodeHandler(),
       rawStreams: env().app.rawStreams(),
+      wholeBodies: env().app.wholeBodies(),
       host: "127.0.0.1",
       port: 0,
       logger,

@@ -14,27 +14,55 @@ import { envelope } from "../support/raw-rpc.js";
  */
 describeEachDatabase("HTTP/2 request bodies that never finish", (env) => {
   let server: RunningServer;
+  /** The same server with the default REQUEST_TIMEOUT_MS: a body may take its time. */
+  let patient: RunningServer;
   let token: string;
-  beforeAll(async () => {
-    server = await startServer({
-      handler: env().app.nodeHandler(),
+  /** The requests each server started its Node handler (and so connect's handler) for. */
+  const entered = new Map<RunningServer, string[]>();
+  async function countingServer(timeouts: {
+    requestTimeoutMs?: number;
+    headersTimeoutMs?: number;
+  }) {
+    const handler = env().app.nodeHandler();
+    const mine: string[] = [];
+    const started = await startServer({
+      handler: (req, res) => {
+        mine.push(`${req.headers["content-type"]} ${req.url}`);
+        handler(req, res);
+      },
       rawStreams: env().app.rawStreams(),
+      wholeBodies: env().app.wholeBodies(),
       host: "127.0.0.1",
       port: 0,
       logger: silentLogger(),
       metrics: env().app.metrics,
-      requestTimeoutMs: 300,
-      headersTimeoutMs: 300,
+      ...timeouts,
     });
+    entered.set(started, mine);
+    return started;
+  }
+  beforeAll(async () => {
+    server = await countingServer({ requestTimeoutMs: 300, headersTimeoutMs: 300 });
+    patient = await countingServer({});
     token = (await env().team()).leadToken;
   });
   afterAll(async () => {
     await server.close(1_000);
+    await patient.close(1_000);
   });
 
-  /** Sends headers and a first piece of body, never the end; what came back, and how. */
-  async function unfinished(path: string, contentType: string, first: Buffer) {
-    const session = http2.connect(server.url);
+  /**
+   * Sends headers and a first piece of body, then `rest` with the end once the first has
+   * been taken in (never, without `rest`); what came back, and how.
+   */
+  async function unfinished(
+    path: string,
+    contentType: string,
+    first: Buffer,
+    rest?: Buffer,
+    to: RunningServer = server,
+  ) {
+    const session = http2.connect(to.url);
     session.on("error", () => {});
     try {
       const stream = session.request({
@@ -44,7 +72,9 @@ describeEachDatabase("HTTP/2 request bodies that never finish", (env) => {
         authorization: `Bearer ${token}`,
       });
       stream.on("error", () => {});
-      stream.write(first);
+      stream.write(first, () => {
+        if (rest) setTimeout(() => stream.end(rest), 50);
+      });
       let headers: http2.IncomingHttpHeaders = {};
       let body = "";
       stream.on("response", (h) => {
@@ -91,6 +121,58 @@ describeEachDatabase("HTTP/2 request bodies that never finish", (env) => {
       expect(JSON.parse(r.body)).toMatchObject({ code: "deadline_exceeded" });
       expect(r.body).toMatch(message);
     }
+  });
+
+  it("Connect and gRPC-Web, unary and server-streaming: no handler is started for a body that never ends; the timeout answers it", async () => {
+    const mine = entered.get(server) as string[];
+    mine.length = 0;
+    const cases = [
+      [listMembers, "application/json", Buffer.from("{")],
+      [listMembers, "application/proto", Buffer.of(0x0a)],
+      [listMembers, "application/grpc-web+proto", partial],
+      [subscribe, "application/connect+json", partial],
+      [subscribe, "application/grpc-web+proto", partial],
+    ] as const;
+    const answers = await Promise.all(
+      cases.map(([path, type, first]) => unfinished(path, type, first)),
+    );
+    for (const [i, r] of answers.entries()) {
+      const [path, type] = cases[i] as (typeof cases)[number];
+      if (type.startsWith("application/grpc-web")) {
+        expect(r.headers["grpc-status"], `${type} ${path}`).toBe("4");
+        expect(decodeURIComponent(String(r.headers["grpc-message"]))).toMatch(message);
+      } else {
+        expect(r.headers[":status"], `${type} ${path}`).toBe(408);
+        expect(r.body).toMatch(message);
+      }
+      expect(r.rstCode, `${type} ${path}`).toBe(http2.constants.NGHTTP2_NO_ERROR);
+    }
+    expect(mine).toEqual([]);
+  });
+
+  it("a held body that ends later is handed whole to its handler, once", async () => {
+    const mine = entered.get(patient) as string[];
+    mine.length = 0;
+    const request = envelope(0, Buffer.from("{}"));
+    const [connect, grpcWeb] = await Promise.all([
+      unfinished(listMembers, "application/json", Buffer.from("{"), Buffer.from("}"), patient),
+      unfinished(
+        listMembers,
+        "application/grpc-web+json",
+        request.subarray(0, 3),
+        request.subarray(3),
+        patient,
+      ),
+    ]);
+    expect(connect.headers[":status"]).toBe(200);
+    expect(JSON.parse(connect.body)).toMatchObject({ members: [{ name: "team-lead" }] });
+    expect(grpcWeb.headers[":status"]).toBe(200);
+    expect(grpcWeb.body).toMatch(/"team-lead"/);
+    expect(grpcWeb.body).toMatch(/grpc-status: ?0/);
+    expect(mine.sort()).toEqual([
+      `application/grpc-web+json ${listMembers}`,
+      `application/json ${listMembers}`,
+    ]);
   });
 
   it("/mcp over HTTP/2: 408", async () => {
