@@ -295,12 +295,16 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
     const carol = t.member("carol").client;
     await t.lead.send({ to: "alice", message: assign("t1") });
     const h = await alice.send({ to: "bob", message: handoffRequest("t1") });
-    await expectRule(
+    const notAddressee = await expectRule(
       t,
       () => carol.send({ to: "alice", message: handoffResponse(h.requestId, true) }),
       "addressee-only",
       Code.PermissionDenied,
     );
+    expect([notAddressee.message, notAddressee.detail?.field]).toEqual([
+      `addressee-only: request ${h.requestId} was addressed to "bob"; only they may answer it`,
+      "message.request_id",
+    ]);
     const misaddressed = await expectRule(
       t,
       () => bob.send({ to: "carol", message: handoffResponse(h.requestId, true) }),
@@ -318,6 +322,19 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
     );
     await bob.send({ to: "alice", message: handoffResponse(h.requestId, true) });
     expect((await taskOf(bob, "t1")).owner).toBe("bob");
+    // A task given back to the lead: only the lead answers, not a teammate (an approver may
+    // answer the lead's requests, a teammate may not).
+    const back = await bob.send({ to: "team-lead", message: handoffRequest("t1") });
+    const forLead = await expectRule(
+      t,
+      () => carol.send({ to: "bob", message: handoffResponse(back.requestId, true) }),
+      "addressee-only",
+      Code.PermissionDenied,
+    );
+    expect(forLead.message).toBe(
+      `addressee-only: request ${back.requestId} was addressed to "team-lead"; only they may answer it`,
+    );
+    expect((await taskOf(carol, "t1")).owner).toBe("bob");
   });
 
   it("once-only: a canceled claim is not answered", async () => {
