@@ -121,9 +121,14 @@ export async function watchObservers(run: HostileRun): Promise<string[]> {
   const usage = await server.probeReport();
   const delay = usage.eventLoopDelay;
   const servedInTime = served;
-  const pageBytesHeld = await fetch(`${server.url}/metrics`)
-    .then((r) => r.text())
-    .then((t) => /^team_watch_page_bytes_held (\S+)$/m.exec(t)?.[1] ?? "?");
+  const metricsText = await fetch(`${server.url}/metrics`).then((r) => r.text());
+  const pageBytesHeld = /^team_watch_page_bytes_held (\S+)$/m.exec(metricsText)?.[1] ?? "?";
+  // Pages read from the database, and pages streams got by sharing a read (absent on a
+  // server before shared page reads).
+  const pages = (source: string) =>
+    new RegExp(`^team_watch_pages_total\\{source="${source}"\\} (\\S+)$`, "m").exec(
+      metricsText,
+    )?.[1] ?? "?";
   for (const s of sessions) s.destroy();
   const ends = await all;
   connections.close();
@@ -138,7 +143,8 @@ export async function watchObservers(run: HostileRun): Promise<string[]> {
       `heap committed ${mib(usage0.heapTotal)} -> ${mib(usage.heapTotal)}, external ` +
       `${mib(usage0.external)} -> ${mib(usage.external)} (array buffers ` +
       `${mib(usage0.arrayBuffers)} -> ${mib(usage.arrayBuffers)}); ${servedInTime} of ` +
-      `${endings.length} streams had their first event; page bytes held ${pageBytesHeld}`,
+      `${endings.length} streams had their first event; page bytes held ${pageBytesHeld}; ` +
+      `pages read from the database ${pages("database")}, shared ${pages("shared")}`,
     `meanwhile /metrics took median ${percentile(metricsMs, 0.5).toFixed(0)} ms, longest ` +
       `${Math.max(...metricsMs).toFixed(0)} ms; a fresh ListMembers median ` +
       `${percentile(callMs, 0.5).toFixed(0)} ms, longest ${Math.max(...callMs).toFixed(0)} ms; ` +

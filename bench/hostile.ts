@@ -23,6 +23,7 @@ import { Cleanups } from "./cleanup.js";
 import { Connections } from "./connections.js";
 import { createScratchDatabase, DEFAULT_PG_ADMIN_URL } from "./database-target.js";
 import { limitScenarios } from "./hostile-limits.js";
+import { mcpCallsByH2load } from "./hostile-mcp-h2load.js";
 import { type BenchServer, startBenchServer } from "./server-process.js";
 import { createBenchTeam } from "./teams.js";
 
@@ -159,6 +160,7 @@ const scenarios: Record<string, (run: Run) => Promise<string[]>> = {
     return [
       `${(calls / seconds).toFixed(0)} calls/s (8 closed loops, ${seconds.toFixed(1)} s), ` +
         `server CPU ${(cpu / calls).toFixed(2)} ms per call`,
+      ...(await mcpCallsByH2load(server, token, run.seconds)),
     ];
   },
 

@@ -5,7 +5,11 @@ import { type BenchTeam, text } from "./teams.js";
 
 /** An open Subscribe stream, read in the background. */
 export interface OpenStream {
-  /** Resolves with the first envelope's arrival (the stream is registered and live). */
+  /**
+   * Resolves with the first envelope's arrival (the stream is registered and live); rejects
+   * with the stream's error if it ends before one, so a refused Subscribe does not leave a
+   * scenario waiting for ever.
+   */
   readonly firstEnvelope: Promise<void>;
   /** Resolves when the stream ends: undefined when closed by us, else the error. */
   readonly ended: Promise<Error | undefined>;
@@ -29,10 +33,15 @@ export function openStream(
   const onAbort = () => controller.abort();
   options.signal.addEventListener("abort", onAbort, { once: true });
   let markFirst: () => void = () => {};
-  const firstEnvelope = new Promise<void>((resolve) => {
+  let failFirst: (err: Error) => void = () => {};
+  const firstEnvelope = new Promise<void>((resolve, reject) => {
     markFirst = resolve;
+    failFirst = reject;
   });
+  // Handled here too: a caller that never awaits it must not crash the run on a rejection.
+  firstEnvelope.catch(() => {});
   let open = true;
+  let endError: Error | undefined;
   const ended = (async () => {
     try {
       const request = options.afterSeq === undefined ? {} : { afterSeq: options.afterSeq };
@@ -44,9 +53,16 @@ export function openStream(
       }
       return undefined;
     } catch (err) {
-      return controller.signal.aborted ? undefined : (err as Error);
+      endError = err as Error;
+      return controller.signal.aborted ? undefined : endError;
     } finally {
       open = false;
+      // A no-op once the first envelope came (a settled promise stays as it is).
+      failFirst(
+        new Error(
+          `the Subscribe stream ended before its first envelope: ${endError?.message ?? "closed"}`,
+        ),
+      );
       options.signal.removeEventListener("abort", onAbort);
     }
   })();

@@ -8,6 +8,7 @@ import {
   type StreamRequest,
   type StreamResponse,
 } from "@connectrpc/connect";
+import { encodeShared } from "../http/shared-responses.js";
 import { createWritePressure, type WritePressureSource } from "../http/write-pressure.js";
 import { callOf } from "./call-objects.js";
 import { applyInterceptors, type CallPipeline } from "./call-pipeline.js";
@@ -102,9 +103,12 @@ async function writeMessages(
     for await (const message of res.message) {
       if (stream.destroyed || stream.closed) break;
       if (!stream.headersSent) sendHeaders(stream, call.responseHeaderObject());
-      const bytes = await envelopeOf(
-        serialization.getO(binary).serialize(create(spec.method.output, message)),
-        call.compression.response,
+      const { response: compression } = call.compression;
+      const bytes = await encodeShared(message, compression === null, () =>
+        envelopeOf(
+          serialization.getO(binary).serialize(create(spec.method.output, message)),
+          compression,
+        ),
       );
       if (!stream.write(bytes)) {
         // Not taken at once: the handler lets go of what it holds, and is asked for the

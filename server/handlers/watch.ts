@@ -14,16 +14,18 @@ import {
   type FeedCursor,
 } from "../domain/feed-cursor.js";
 import { LimitError, RuleViolationError } from "../errors.js";
+import { markShared } from "../http/shared-responses.js";
 import { responseCutKey } from "../http/slow-consumer-guard.js";
 import { type WritePressure, writePressureKey } from "../http/write-pressure.js";
 import type { Subscription as TeamStream } from "../inbox/hub.js";
 import type { TeamHub } from "../inbox/team-hub.js";
 import { checkRules } from "../interceptors/rules/table.js";
 import type { Metrics } from "../metrics/metrics.js";
-import type { Database, Queryable } from "../store/database.js";
+import type { Database } from "../store/database.js";
 import { currentSnapshot, type FeedEvent, readTeamFeed } from "../store/team-feed.js";
 import { toTeamEvent } from "./convert.js";
 import { throwIfDeadlinePassed } from "./deadline.js";
+import { FeedPageReads } from "./feed-page-share.js";
 import { ReadGate } from "./feed-read-gate.js";
 import type { SlowConsumerBackoff } from "./slow-consumer-backoff.js";
 
@@ -67,11 +69,14 @@ export function watchHandler(
 ): Pick<ServiceImpl<typeof TeamService>, "watchTeam"> {
   const { db, teams, heartbeatIntervalMs, maxPerMember, metrics, backoff } = options;
   const maxPerTeam = options.maxPerTeam ?? 0;
-  const gate = new ReadGate(options.maxConcurrentReads ?? 4);
-  const feedDb: Queryable = {
-    query: <R extends object>(sql: string, params?: unknown[]) =>
-      gate.run(() => db.query<R>(sql, params)),
-  };
+  const reads = new FeedPageReads<WatchTeamResponse>(
+    new ReadGate(options.maxConcurrentReads ?? 4),
+    (r) => readTeamFeed(db, r.teamId, r.window, r.limit, r.maxBytes),
+    {
+      held: metrics ? (delta) => metrics.watchPageBytesHeld(delta) : undefined,
+      page: metrics ? (source) => metrics.watchPage(source) : undefined,
+    },
+  );
   return {
     async *watchTeam(req, ctx) {
       const caller = requireCaller(ctx.values);
@@ -116,7 +121,7 @@ export function watchHandler(
           // at once, not after a wake-up that already happened before this stream opened.
           const oldWindow = cursor.window !== undefined;
           const page = { maxBytes: PAGE_BYTES[level] as number, cursor };
-          const end = yield* deliverPage(feedDb, caller, stream, pressure, metrics, page);
+          const end = yield* deliverPage(reads, caller, stream, pressure, page);
           if (stream.endReason) break;
           cursor = end.cursor;
           if (end.blocked) level = 0;
@@ -159,75 +164,61 @@ interface PageEnd {
  * Reads one page of the feed after `cursor` and yields its events. A generator of its own,
  * so that nothing of the page stays referenced while the stream then waits, idle.
  *
+ * The page may be shared with other streams of the team that asked for the same page at
+ * the same time (feed-page-share.ts): each event's response is made once, and the page
+ * keeps an event only while a sharer may still write it.
+ *
  * While the consumer writes an event out, this generator is suspended at its yield. When
- * that write is not accepted (the client is not reading: its HTTP/2 window is full), the
- * rest of the page is let go at once, and read again after the last event written once the
- * stream drained: a stalled stream holds its write buffer and nothing of the page, as a
- * stalled Subscribe does (subscribe.ts).
+ * that write is not accepted (the client is not reading: its HTTP/2 window is full), this
+ * stream's claim on the rest of the page is let go at once, and read again after the last
+ * event written once the stream drained: a stalled stream holds its write buffer and
+ * nothing of the page, as a stalled Subscribe does (subscribe.ts).
  */
 async function* deliverPage(
-  db: Queryable,
+  reads: FeedPageReads<WatchTeamResponse>,
   caller: Caller,
   stream: TeamStream,
   pressure: WritePressure | undefined,
-  metrics: Metrics | undefined,
   { cursor, maxBytes }: { cursor: FeedCursor; maxBytes: number },
 ): AsyncGenerator<WatchTeamResponse, PageEnd> {
-  const page = await readTeamFeed(
-    db,
-    caller.teamId,
-    { since: cursor.since, upto: cursor.window?.upto, after: cursor.window?.after },
-    BATCH,
+  const claim = await reads.claim({
+    teamId: caller.teamId,
+    teamName: caller.teamName,
+    window: { since: cursor.since, upto: cursor.window?.upto, after: cursor.window?.after },
+    limit: BATCH,
     maxBytes,
-  );
+  });
+  const { page } = claim;
   const { upto } = page;
-  const events = page.events;
-  const read = events.length;
-  // Bytes of this page not yet written out, for the held-bytes gauge.
-  let held = 0;
-  if (metrics) {
-    for (const e of events) held += feedEventBytes(e);
-    metrics.watchPageBytesHeld(held);
-  }
-  let next = 0;
+  const read = page.length;
   let blocked = false;
   const unlisten = pressure?.onBlocked(() => {
     blocked = true;
-    // The event being written is at next - 1; the ones after it are let go.
-    if (metrics) {
-      let dropped = 0;
-      for (let i = next; i < events.length; i++) dropped += feedEventBytes(events[i] as FeedEvent);
-      held -= dropped;
-      metrics.watchPageBytesHeld(-dropped);
-    }
-    events.length = Math.min(events.length, next);
+    // The event being written was taken; the ones after it are let go.
+    claim.letGo();
   });
   let after: bigint | undefined;
   try {
-    while (next < events.length) {
+    while (claim.remaining > 0) {
       if (stream.endReason) break;
       // What is needed after the yield, read first: while the consumer writes, this frame
       // holds no reference to the event or its response (a stalled write may last long).
-      const position = (events[next] as FeedEvent).position;
-      const finishes = next + 1 === read && !page.more;
+      const position = claim.nextPosition();
+      const finishes = claim.taken + 1 === read && !page.more;
       // The last event of a finished window leaves the stream at the window's end.
       const at: FeedCursor = finishes
         ? { since: upto }
         : { since: cursor.since, window: { upto, after: position } };
-      if (metrics) {
-        const bytes = feedEventBytes(events[next] as FeedEvent);
-        held -= bytes;
-        metrics.watchPageBytesHeld(-bytes);
-      }
-      yield takeEvent(caller.teamName, events, next++, at);
+      yield claim.take((event) => eventResponse(caller.teamName, event, at));
       // Resumed: the consumer wrote the event out (and waited for 'drain' if it had to).
       after = position;
     }
   } finally {
     unlisten?.();
     // Left early (the stream ended): what was not written is let go with the page.
-    if (metrics && held !== 0) metrics.watchPageBytesHeld(-held);
+    claim.letGo();
   }
+  const next = claim.taken;
   const delivered = after === undefined ? 0 : next;
   const more = page.more || next < read;
   if (!more || after === undefined) {
@@ -236,25 +227,9 @@ async function* deliverPage(
   return { cursor: { since: cursor.since, window: { upto, after } }, more, delivered, blocked };
 }
 
-/** The response for events[i], whose slot is emptied: the page no longer holds the event. */
-function takeEvent(team: string, events: FeedEvent[], i: number, at: FeedCursor) {
-  const event = events[i] as FeedEvent;
-  (events as (FeedEvent | undefined)[])[i] = undefined;
-  return response(encodeCursor(at), { case: "event", value: toTeamEvent(team, event) });
-}
-
-/** The bytes of bodies an event carries (what dominates a page's memory). */
-function feedEventBytes(event: FeedEvent): number {
-  switch (event.source) {
-    case "envelope":
-      return event.body.byteLength;
-    case "request":
-      return event.request.requestBody.byteLength + (event.request.responseBody?.byteLength ?? 0);
-    case "task":
-      return event.task.subject.length + event.task.description.length;
-    case "member":
-      return 0;
-  }
+/** An event's response: the same for every stream that shares its page. */
+function eventResponse(team: string, event: FeedEvent, at: FeedCursor): WatchTeamResponse {
+  return markShared(response(encodeCursor(at), { case: "event", value: toTeamEvent(team, event) }));
 }
 
 function response(cursor: string, kind: WatchTeamResponse["kind"]): WatchTeamResponse {

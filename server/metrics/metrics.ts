@@ -32,6 +32,8 @@ export interface Metrics {
   pageBytesHeld(delta: number): void;
   /** Feed bytes WatchTeam streams have read and not yet written out: + at a read, - after. */
   watchPageBytesHeld(delta: number): void;
+  /** A WatchTeam stream got a page: read from the database for it, or shared with another's. */
+  watchPage(source: "database" | "shared"): void;
   /** A connection was routed to HTTP/1.1 or HTTP/2; call the result when it closes. */
   connectionOpened(httpVersion: "1.1" | "2"): () => void;
   /** An HTTP/2 stream opened; streamClosed when it closes (once per stream). */
@@ -95,6 +97,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
   const pages = new Counter({
     name: "team_subscribe_pages_read_total",
     help: "Pages of an inbox read from the database by subscriptions",
+    registers,
+  });
+  const watchPages = new Counter({
+    name: "team_watch_pages_total",
+    help:
+      "Team feed pages WatchTeam streams got, by source: read from the database for the " +
+      "stream (database), or joined to a read of the same page another stream of the team " +
+      "was about to make (shared)",
+    labelNames: ["source"] as const,
     registers,
   });
   // Plain numbers, moved on every message: the gauges read them at a scrape.
@@ -255,6 +266,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     watchPageBytesHeld: (delta) => {
       watchHeldBytes += delta;
     },
+    watchPage: (source) => watchPages.inc({ source }),
     connectionOpened(httpVersion) {
       connections.inc({ http_version: httpVersion });
       return once(() => connections.dec({ http_version: httpVersion }));

@@ -8,7 +8,7 @@ import {
   lockPendingRequestsOf,
   type RequestRow,
 } from "../store/requests.js";
-import { type Delivery, revokedSender } from "../store/send.js";
+import { type Delivery, deletedCaller, revokedSender } from "../store/send.js";
 import { deliverRequestUpdate } from "./request-updates.js";
 
 /**
@@ -27,7 +27,8 @@ export async function cancelRequest(
       "SELECT name, status FROM members WHERE id = $1",
       [q.callerId],
     );
-    if (caller?.status !== "active") throw revokedSender(caller?.name ?? "?");
+    if (!caller) throw deletedCaller();
+    if (caller.status !== "active") throw revokedSender(caller.name);
     const request = await findRequest(tx, q.teamId, q.requestId, { lock: true });
     if (!request) {
       throw new RuleViolationError(

@@ -3,14 +3,21 @@ import { type Message, MessageSchema } from "@team-protocols/contract/team/v1/me
 import { lockTask } from "../store/tasks.js";
 import type { SendCall, SendPlan } from "./protocol.js";
 import { openRequestPlan } from "./request-lifecycle.js";
-import { moveTaskAndSettle, refuseUnlessOwner, taskAnswerPlan } from "./task-ownership.js";
+import {
+  moveTaskAndSettle,
+  refuseIfBlocked,
+  refuseUnlessOwner,
+  taskAnswerPlan,
+} from "./task-ownership.js";
 import { unblockDependents } from "./task-readiness.js";
 
 /**
  * Result sign-off: a task's owner asks the lead to accept its result.
  *
  * - Request: `result_signoff_request` (task_id, result, optional summary), only from the
- *   task's owner (owner-only-signoff; a done task: task-done), to the lead (signoff-to-lead).
+ *   task's owner (owner-only-signoff; a done task: task-done), to the lead (signoff-to-lead),
+ *   only while nothing open blocks the task (task-blocked; checked again at the approval, as
+ *   the lead may add a dependency meanwhile): a completed task never waits on an open one.
  * - Answer: `result_signoff_response` (request_id, approve, feedback), only from the lead
  *   (lead-only-signoff, addressee-only), once (once-only), to the owner who asked
  *   (response-to-requester), with feedback when rejecting (feedback-on-reject).
@@ -40,6 +47,7 @@ export function planResultSignoffRequest(input: SendCall, message: Message): Sen
         "owner-only-signoff",
         "message.result_signoff_request.task_id",
       );
+      if (task) refuseIfBlocked(task, "message.result_signoff_request.task_id", "signoff");
     },
   });
 }
@@ -76,6 +84,8 @@ export function planResultSignoffResponse(input: SendCall, message: Message): Se
         // Stryker disable next-line StringLiteral: unreachable, see above
         throw new Error(`sign-off ${request.id} is pending but its task moved`);
       }
+      // The lead may have made the task wait on another since the owner asked.
+      refuseIfBlocked(task, "message.result_signoff_response.request_id", "signoff");
       await moveTaskAndSettle(tx, {
         task,
         to: { state: "done", ownerId: request.fromId, status: "completed" },

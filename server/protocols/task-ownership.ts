@@ -74,15 +74,26 @@ export function refuseIfClosed(task: TaskRow | undefined, field: string): void {
   );
 }
 
-/** task-blocked: a task is claimed or assigned only once nothing open blocks it. */
-export function refuseIfBlocked(task: TaskRow, field: string): void {
+/**
+ * task-blocked: a task is claimed or assigned only once nothing open blocks it, and its result
+ * is signed off (asked for or approved) only then too, so no completed task waits on an open
+ * one (the lead may make a held task wait after it was claimed).
+ */
+export function refuseIfBlocked(
+  task: TaskRow,
+  field: string,
+  action: "claim" | "signoff" = "claim",
+): void {
   if (task.openBlockers.length === 0) return;
   const names = task.openBlockers.map((id) => JSON.stringify(id)).join(", ");
+  const those = task.openBlockers.length === 1 ? "that task is" : "those tasks are";
   throw new RuleViolationError(
     "task-blocked",
     "failed-precondition",
-    `task ${JSON.stringify(task.taskId)} is blocked by ${names}, not yet completed: it can be ` +
-      `claimed or assigned once ${task.openBlockers.length === 1 ? "that task is" : "those tasks are"} completed (ListTasks with ready lists what can be claimed now)`,
+    `task ${JSON.stringify(task.taskId)} is blocked by ${names}, not yet completed: ` +
+      (action === "claim"
+        ? `it can be claimed or assigned once ${those} completed (ListTasks with ready lists what can be claimed now)`
+        : `its result can be signed off once ${those} completed (or the lead removes the dependency: UpdateTask remove_blocked_by)`),
     field,
   );
 }

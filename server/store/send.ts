@@ -147,6 +147,16 @@ function requireActiveSender(input: SendInput, status: string | undefined): void
 export const revokedSender = (name: string): DomainError =>
   new DomainError("unauthenticated", `token revoked: member "${name}" is stopped`);
 
+/**
+ * The refusal of a call whose member's row is gone: its team was deleted (on another server
+ * process, a moment ago) while this one's caller cache still trusted the token.
+ */
+export const deletedCaller = (): DomainError =>
+  new DomainError(
+    "unauthenticated",
+    "token revoked: this member no longer exists (its team was deleted)",
+  );
+
 /** The refusal of a send to an observer: it reads the team's feed and receives nothing. */
 export const observerNotAddressable = (to: string): RuleViolationError =>
   new RuleViolationError(

@@ -44,6 +44,7 @@ const FAMILIES: Record<string, string> = {
   team_send_duration_seconds: "histogram",
   team_delivery_latency_seconds: "histogram",
   team_subscribe_pages_read_total: "counter",
+  team_watch_pages_total: "counter",
   team_subscribe_streams_blocked: "gauge",
   team_subscribe_page_bytes_held: "gauge",
   team_http_connections: "gauge",

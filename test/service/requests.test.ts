@@ -536,7 +536,7 @@ describeEachDatabase(
         const gone = await refused(() => alice.cancelRequest({ requestId: sent.requestId }));
         expect([gone.code, gone.message]).toEqual([
           Code.Unauthenticated,
-          'token revoked: member "?" is stopped',
+          "token revoked: this member no longer exists (its team was deleted)",
         ]);
       });
 

@@ -72,6 +72,48 @@ describeEachDatabase("the task list: every rule, end to end", (env) => {
     expect((await taskOf(alice, "a")).owner).toBe("alice");
   });
 
+  it("task-blocked: a held task the lead made wait is not signed off, neither asked nor approved, until its blocker is completed", async () => {
+    const t = await env().team("alice", "bob");
+    const alice = t.member("alice").client;
+    await createTasks(t.lead, [["a"], ["b"], ["c"]]);
+    await claimAndApprove(t.lead, alice, "alice", "b");
+    await claimAndApprove(t.lead, alice, "alice", "c");
+    // b is held when the lead makes it wait on a: alice may not ask for its sign-off yet.
+    await t.lead.updateTask({ taskId: "b", addBlockedBy: ["a"] });
+    const asked = await expectRule(
+      t,
+      () => alice.send({ to: "team-lead", message: signoffRequest("b") }),
+      "task-blocked",
+      Code.FailedPrecondition,
+    );
+    expect(asked.message).toContain('"b" is blocked by "a"');
+    expect(asked.message).toContain("remove_blocked_by");
+    expect(asked.detail?.field).toBe("message.result_signoff_request.task_id");
+    // c's sign-off was asked while c was ready; the lead makes c wait on a before answering.
+    const pending = await alice.send({ to: "team-lead", message: signoffRequest("c") });
+    await t.lead.updateTask({ taskId: "c", addBlockedBy: ["a"] });
+    const approval = await expectRule(
+      t,
+      () => t.lead.send({ to: "alice", message: signoffResponse(pending.requestId, true) }),
+      "task-blocked",
+      Code.FailedPrecondition,
+    );
+    expect(approval.detail?.field).toBe("message.result_signoff_response.request_id");
+    expect((await taskOf(alice, "c")).status).not.toBe(TaskProgress.COMPLETED);
+    // A rejection needs no such wait; once a is completed, b's sign-off goes through.
+    await t.lead.send({
+      to: "alice",
+      message: signoffResponse(pending.requestId, false, "wait for a"),
+    });
+    await claimAndApprove(t.lead, t.member("bob").client, "bob", "a");
+    const bob = t.member("bob").client;
+    const aDone = await bob.send({ to: "team-lead", message: signoffRequest("a") });
+    await t.lead.send({ to: "bob", message: signoffResponse(aDone.requestId, true) });
+    const bDone = await alice.send({ to: "team-lead", message: signoffRequest("b") });
+    await t.lead.send({ to: "alice", message: signoffResponse(bDone.requestId, true) });
+    expect((await taskOf(alice, "b")).status).toBe(TaskProgress.COMPLETED);
+  });
+
   it("no-cycle: a dependency closing a cycle is refused naming it; a new task cannot wait on itself", async () => {
     const t = await env().team("alice");
     await createTasks(t.lead, [["a"], ["b", "a"], ["c", "b"]]);
