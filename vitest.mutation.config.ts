@@ -45,6 +45,9 @@ export default defineConfig({
       "test/service/attempts-journal.test.ts",
       // TASK_OWNER_TIMEOUT_S: an absent owner's tasks released (owner-timeout.ts)
       "test/service/presence.test.ts",
+      // the feed's task events, each move as it left the task (task-ownership.ts's
+      // moveTaskAndSettle)
+      "test/service/watch-tasks.test.ts",
     ],
     exclude: [...configDefaults.exclude],
     globalSetup: ["test/support/global-setup.ts"],

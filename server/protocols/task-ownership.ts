@@ -42,6 +42,8 @@ export interface Aftermath {
   deliveries: { memberId: number }[];
 }
 
+// A junk element is equivalent: its id wakes no waiter, its memberId (undefined) no inbox.
+// Stryker disable next-line ArrayDeclaration: equivalent, see above
 export const emptyAftermath = (): Aftermath => ({ requestIds: [], deliveries: [] });
 
 /** The wake-ups an aftermath owes, after commit. */
@@ -119,6 +121,9 @@ export async function refuseUnlessClaimable(
     );
   }
   const claim = (await lockPendingRequestsOfTask(tx, task.teamId, task.taskId)).find(
+    // An unowned task's only pending requests are claims (a handoff or sign-off needs an owner,
+    // and every move of the owner cancels them): `true` is an equivalent mutant.
+    // Stryker disable next-line ConditionalExpression: equivalent, see above
     (r) => r.kind === "task_claim",
   );
   if (claim) {
@@ -141,6 +146,9 @@ export function refuseUnlessOwner(
   field: string,
 ): TaskRow {
   refuseIfClosed(task, field);
+  // The state test is redundant (an unowned task has no owner id; a done or deleted one was
+  // refused above): its `true` mutant is equivalent, its `false` one killed.
+  // Stryker disable next-line ConditionalExpression: equivalent, see above
   if (task && task.state === "claimed" && task.ownerId === caller.id) return task;
   const what = rule === "owner-only-handoff" ? "hand it off" : "ask for its sign-off";
   throw new RuleViolationError(
@@ -165,6 +173,9 @@ export async function lockNewOwner(
   name: string,
 ): Promise<{ id: number; name: string }> {
   const member = await lockActiveTeammate(tx, teamId, name);
+  // Without this test the send's own recipient check refuses an observer the same way, later in
+  // the same transaction (rolled back): `false` and the emptied word are equivalent mutants.
+  // Stryker disable next-line ConditionalExpression,StringLiteral: equivalent, see above
   if (member?.role === "observer") throw observerNotAddressable(name);
   if (member?.status !== "active") throw unknownRecipient(name, member !== undefined);
   return member;
@@ -190,11 +201,18 @@ export async function moveTaskAndSettle(
     aftermath: Aftermath;
   },
 ): Promise<void> {
+  // Stryker disable next-line BlockStatement: unreachable, as the comment below says
   if (!(await moveTask(tx, q.task, q.to))) {
     // The task's row lock is held: nothing can have moved it since it was read.
+    // Stryker disable next-line StringLiteral: unreachable
     throw new Error(`task ${q.task.taskId} moved under its row lock`);
   }
   for (const other of await lockPendingRequestsOfTask(tx, q.task.teamId, q.task.taskId)) {
+    // The request an answer answers has left pending before onYes runs (answerRequest), and
+    // an assignment's is stored after this (beforeCommit): the list never holds it, so the
+    // test is a safeguard and `false` an equivalent mutant (its `true` twin, which cancels
+    // nothing, is killed; it goes with it).
+    // Stryker disable next-line ConditionalExpression: equivalent, see above
     if (other.id === q.requestId) continue;
     await cancelForTask(tx, other, q.actorId, q.why, q.aftermath);
   }
@@ -217,6 +235,10 @@ async function cancelForTask(
     const id = party === "requester" ? request.fromId : request.toId;
     if (id === actorId) continue;
     const delivery = await deliverRequestUpdate(tx, request, "canceled", party, detail);
+    // Both parties of a pending request are active (a stop cancels the member's pending
+    // requests first), so there is always a delivery: `true` is equivalent; `false` is killed
+    // (the addressee's open Subscribe hears the cancellation live).
+    // Stryker disable next-line ConditionalExpression: equivalent, see above
     if (delivery) aftermath.deliveries.push(delivery);
   }
 }
@@ -251,8 +273,14 @@ export function taskAnswerPlan(q: {
     async beforeAppend(tx) {
       const taskId = await taskIdOfRequest(tx, teamId, q.requestId);
       // No such request, or one of another protocol: answerRequest refuses it (unknown-request).
+      // Taking the graph lock and the waiting tasks' rows for an answer that closes nothing (a
+      // claim, a handoff, a rejection) only takes more locks, in the same order, and reads the
+      // same row: `true` and `||` are equivalent mutants. `false` (no approved sign-off takes
+      // the graph lock) is killed by the last two blockers signed off at once, and is
+      // disabled with them.
       const task = taskId
-        ? await lockAnsweredTask(tx, teamId, taskId, q.yes && q.closes)
+        ? // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent, see above
+          await lockAnsweredTask(tx, teamId, taskId, q.yes && q.closes)
         : undefined;
       await answerRequest(tx, {
         kind: q.kind,
@@ -262,7 +290,12 @@ export function taskAnswerPlan(q: {
         message: q.message,
         onDecided: async (tx2, request) => {
           if (!q.yes) return;
+          // A task row is never deleted (a deleted task is a state) and every task request
+          // names one: unreachable, so `false` and the message are equivalent mutants (the
+          // `true` twin, which refuses every yes, is killed and goes with them).
+          // Stryker disable next-line ConditionalExpression: unreachable, see above
           if (!task)
+            // Stryker disable next-line StringLiteral: unreachable, see above
             throw new Error(`request ${request.id} names task ${taskId}, which has no row`);
           await q.onYes(tx2, request, task, aftermath);
         },
@@ -286,6 +319,10 @@ async function lockAnsweredTask(
   taskId: string,
   closes: boolean | undefined,
 ): Promise<TaskRow | undefined> {
+  // Made `false`, every answer takes the graph lock and the waiting tasks' rows: more locks in
+  // the same order, the same row read (an equivalent mutant); `true` is killed by the last
+  // two blockers signed off at once, and goes with it.
+  // Stryker disable next-line ConditionalExpression: equivalent, see above
   if (!closes) return lockTask(tx, teamId, taskId);
   await lockTaskGraph(tx, teamId);
   const rows = await lockTasks(tx, teamId, [taskId, ...(await dependentsOf(tx, teamId, taskId))]);

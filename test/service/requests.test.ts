@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { MemberStatus, RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope, RequestRecord } from "../../gen/team/v1/records_pb.js";
 import type { Database, Queryable } from "../../server/store/database.js";
 import { deleteTeamRows } from "../../server/store/members.js";
@@ -588,6 +588,47 @@ describeEachDatabase(
             `once-only: request ${sent.requestId} is already expired; only a pending request can be canceled`,
           ]);
           expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.EXPIRED);
+        },
+      );
+
+      it.skipIf(kind !== "postgres")(
+        "an answer whose request's deadline passes while it waits for the row is refused as expired, and neither stored nor acted on [postgres]",
+        async () => {
+          const t = await env().team("alice");
+          const alice = t.member("alice").client;
+          const sent = await t.lead.send({ to: "alice", message: shutdownRequest() });
+          await env().db.query(
+            "UPDATE requests SET expires_at = clock_timestamp() + interval '2 seconds' WHERE id = $1",
+            [sent.requestId],
+          );
+          const held = await holdRequestRow(env().db, sent.requestId);
+          // The answer reads the request while it is still pending, then waits for the row.
+          const answering = refused(() =>
+            alice.send({ to: "team-lead", message: shutdownResponse(sent.requestId, true) }),
+          );
+          await held.waitedOn();
+          await waitFor("the request's deadline to pass", async () => {
+            const [row] = await env().db.query<{ past: boolean }>(
+              "SELECT expires_at <= clock_timestamp() AS past FROM requests WHERE id = $1",
+              [sent.requestId],
+            );
+            return row?.past === true;
+          });
+          await held.commit();
+          const e = await answering;
+          expect([e.code, e.message, e.detail?.field]).toEqual([
+            Code.FailedPrecondition,
+            `once-only: request ${sent.requestId} is already expired; a request is answered once`,
+            "message.request_id",
+          ]);
+          expect((await requestRecord(t.lead, sent.requestId)).status).toBe(RequestStatus.EXPIRED);
+          // The approval was not carried out: alice is still active and her token works.
+          expect(
+            (await inbox(t.lead)).filter((m) => kindOf(m.message) === "shutdownResponse"),
+          ).toEqual([]);
+          expect(
+            (await alice.listMembers({})).members.find((m) => m.name === "alice")?.status,
+          ).toBe(MemberStatus.ACTIVE);
         },
       );
 

@@ -24,6 +24,8 @@ import {
   shutdownResponse,
   updatesAbout,
 } from "../support/protocol-helpers.js";
+import { awaitingBeyond, subscribedBeyond } from "../support/subscribed.js";
+import { openSubscription } from "../support/subscription-reader.js";
 import {
   assign,
   claimAndApprove,
@@ -143,10 +145,67 @@ describeEachDatabase("task protocols: flows", (env, kind) => {
     );
     expect([late.code, late.detail?.rule]).toEqual([Code.FailedPrecondition, "once-only"]);
     expect(await taskOf(alice, "t1")).toMatchObject({ state: TaskState.DONE, owner: "alice" });
+    // Both parties of the canceled handoff are told why: the task is done.
     for (const party of [alice, bob]) {
-      expect((await updatesAbout(party, h.requestId)).length).toBe(1);
+      const updates = await updatesAbout(party, h.requestId);
+      expect(updates.map((u) => u.message?.kind.value)).toEqual([
+        expect.objectContaining({
+          kind: RequestKind.TASK_HANDOFF,
+          status: RequestStatus.CANCELED,
+          detail: `request ${h.requestId} was canceled by the server: the result of task "t1" was signed off: the task is done`,
+        }),
+      ]);
     }
     expect((await requestRecord(bob, h.requestId)).status).toBe(RequestStatus.CANCELED);
+  });
+
+  it("a handoff canceled by the sign-off's approval: the addressee's open stream hears it live, and the owner awaiting it gets CANCELED at once", async () => {
+    const t = await env().team("alice", "bob");
+    const alice = t.member("alice").client;
+    const bob = t.member("bob").client;
+    await t.lead.send({ to: "alice", message: assign("t1") });
+    const h = await alice.send({ to: "bob", message: handoffRequest("t1") });
+    const s = await alice.send({ to: "team-lead", message: signoffRequest("t1") });
+    // bob's stream has read its inbox (the handoff request) and waits; alice waits on her
+    // handoff: the cancellation the approval makes can only reach either of them by a wake-up.
+    const subscribed = env().app.hub.waiting;
+    const stream = openSubscription(bob);
+    await subscribedBeyond(env().app, subscribed);
+    const awaited = env().app.waiters.size;
+    const waiting = alice.awaitRequest({ requestId: h.requestId });
+    await awaitingBeyond(env().app, awaited);
+    await t.lead.send({ to: "alice", message: signoffResponse(s.requestId, true) });
+    const read = await stream.until(
+      (e) => e.event.case === "envelope" && e.event.value.message?.kind.case === "requestUpdate",
+    );
+    stream.close();
+    expect(read.map((e) => e.event.case)).not.toContain("heartbeat");
+    expect(read.at(-1)?.event.value).toMatchObject({ from: "", requestId: h.requestId });
+    // Not the await's 60 s default (which would return the pending record): the cancel woke it.
+    expect((await waiting).request?.status).toBe(RequestStatus.CANCELED);
+  });
+
+  it("a task given back to the lead cancels the owner's pending sign-off; the owner is told why, the lead (who accepted) is not", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    await t.lead.send({ to: "alice", message: assign("t1") });
+    const s = await alice.send({ to: "team-lead", message: signoffRequest("t1") });
+    const h = await alice.send({ to: "team-lead", message: handoffRequest("t1", "over to you") });
+    await t.lead.send({ to: "alice", message: handoffResponse(h.requestId, true) });
+    expect(await taskOf(t.lead, "t1")).toMatchObject({
+      state: TaskState.UNOWNED,
+      owner: "",
+      status: TaskProgress.PENDING,
+    });
+    expect((await requestRecord(t.lead, s.requestId)).status).toBe(RequestStatus.CANCELED);
+    const [update, ...more] = await updatesAbout(alice, s.requestId);
+    expect(more).toEqual([]);
+    expect(update?.message?.kind.value).toMatchObject({
+      kind: RequestKind.RESULT_SIGNOFF,
+      status: RequestStatus.CANCELED,
+      detail: `request ${s.requestId} was canceled by the server: task "t1" was given back to the lead and is unowned`,
+    });
+    expect(await updatesAbout(t.lead, s.requestId)).toEqual([]);
   });
 
   it(

@@ -282,6 +282,17 @@ describeEachDatabase("the task list: flows", (env, kind) => {
     expect(unblocked).toEqual(["b by team-lead"]);
   });
 
+  it("the sign-off of a task whose waiting tasks' ids sort before its own completes that task, not one of them", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    // The approval locks "z" with the tasks waiting on it, in id order: "a" comes first.
+    await createTasks(t.lead, [["z"], ["a", "z"]]);
+    await complete(t.lead, alice, "alice", "z");
+    expect(await taskOf(alice, "z")).toMatchObject({ state: TaskState.DONE, owner: "alice" });
+    expect(await taskOf(alice, "a")).toMatchObject({ state: TaskState.UNOWNED, ready: true });
+    expect(await readyNotices(t.lead)).toEqual(["a"]);
+  });
+
   it("DeleteTask: pending requests canceled, the tasks that waited only on it ready and announced, every later write refused", async () => {
     const t = await env().team("alice", "bob");
     const alice = t.member("alice").client;

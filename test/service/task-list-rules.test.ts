@@ -42,14 +42,17 @@ describeEachDatabase("the task list: every rule, end to end", (env) => {
       "task-blocked",
       Code.FailedPrecondition,
     );
-    expect(claim.message).toContain('"c" is blocked by "a", "b"');
+    expect(claim.message).toBe(
+      'task-blocked: task "c" is blocked by "a", "b", not yet completed: it can be claimed or assigned once those tasks are completed (ListTasks with ready lists what can be claimed now)',
+    );
     expect(claim.detail?.field).toBe("message.task_claim_request.task_id");
-    await expectRule(
+    const assigned = await expectRule(
       t,
       () => t.lead.send({ to: "alice", message: assign("c") }),
       "task-blocked",
       Code.FailedPrecondition,
     );
+    expect(assigned.detail?.field).toBe("message.task_assign.task_id");
     // A claim made while d was ready, approved after the lead made it wait on a.
     const asked = await alice.send({ to: "team-lead", message: claimRequest("d") });
     await t.lead.updateTask({ taskId: "d", addBlockedBy: ["a"] });
@@ -59,7 +62,9 @@ describeEachDatabase("the task list: every rule, end to end", (env) => {
       "task-blocked",
       Code.FailedPrecondition,
     );
-    expect(approval.message).toContain('"d" is blocked by "a"');
+    expect(approval.message).toBe(
+      'task-blocked: task "d" is blocked by "a", not yet completed: it can be claimed or assigned once that task is completed (ListTasks with ready lists what can be claimed now)',
+    );
     expect(approval.detail?.field).toBe("message.task_claim_response.request_id");
     // Ready tasks move.
     await claimAndApprove(t.lead, t.member("bob").client, "bob", "b");
@@ -258,7 +263,10 @@ describeEachDatabase("the task list: every rule, end to end", (env) => {
       () => t.lead.updateTask({ taskId: "a", subject: "back" }),
       () => t.lead.deleteTask({ taskId: "a" }),
     ]) {
-      await expectRule(t, call, "task-deleted", Code.FailedPrecondition);
+      const r = await expectRule(t, call, "task-deleted", Code.FailedPrecondition);
+      expect(r.message).toBe(
+        'task-deleted: task "a" was deleted by the lead: it cannot be claimed, assigned, handed off, signed off, changed or depended on',
+      );
     }
     expect((await taskOf(alice, "a")).status).toBe(TaskProgress.DELETED);
     await t.lead.send({ to: "alice", message: assign("b") });

@@ -119,12 +119,25 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
       "observer-not-addressable",
       Code.InvalidArgument,
     );
-    await expectRule(
+    const nobody = await expectRule(
       t,
       () => t.lead.send({ to: "nobody", message: assign("t1") }),
       "known-recipient",
       Code.NotFound,
     );
+    expect([nobody.message, nobody.detail?.field]).toEqual([
+      'known-recipient: no member "nobody" in this team (ListMembers shows who is there)',
+      "to",
+    ]);
+    await t.lead.addMember({ name: "gone" });
+    await t.lead.removeMember({ name: "gone" });
+    const stopped = await expectRule(
+      t,
+      () => t.lead.send({ to: "gone", message: assign("t1") }),
+      "known-recipient",
+      Code.NotFound,
+    );
+    expect(stopped.message).toBe('known-recipient: "gone" is stopped and receives no new messages');
     await t.lead.send({ to: "alice", message: assign("t1") });
     expect((await taskOf(t.lead, "t1")).owner).toBe("alice");
   });
@@ -155,8 +168,12 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
       "reason-on-reject",
       Code.InvalidArgument,
     );
-    await bob.send({ to: "alice", message: handoffResponse(h.requestId, false, "busy") });
-    expect((await requestRecord(alice, h.requestId)).status).toBe(RequestStatus.REJECTED);
+    await bob.send({ to: "alice", message: handoffResponse(h.requestId, false, " busy ") });
+    // Stored trimmed, as a claim's reason is: the owner reads the reason, not its padding.
+    expect(await requestRecord(alice, h.requestId)).toMatchObject({
+      status: RequestStatus.REJECTED,
+      response: { kind: { case: "taskHandoffResponse", value: { reason: "busy" } } },
+    });
     expect((await taskOf(alice, "t2")).owner).toBe("alice");
   });
 
@@ -205,17 +222,24 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
     const alice = t.member("alice").client;
     const bob = t.member("bob").client;
     await t.lead.send({ to: "alice", message: assign("t1") });
-    await expectRule(
+    const notOwner = await expectRule(
       t,
       () => bob.send({ to: "carol", message: handoffRequest("t1") }),
       "owner-only-handoff",
       Code.PermissionDenied,
     );
-    await expectRule(
+    expect(notOwner.detail?.field).toBe("message.task_handoff_request.task_id");
+    expect(notOwner.message).toBe(
+      'owner-only-handoff: task "t1" is held by "alice"; only its owner may hand it off',
+    );
+    const unheld = await expectRule(
       t,
       () => bob.send({ to: "carol", message: handoffRequest("never-claimed") }),
       "owner-only-handoff",
       Code.PermissionDenied,
+    );
+    expect(unheld.message).toBe(
+      'owner-only-handoff: nobody holds task "never-claimed"; only its owner may hand it off',
     );
     await expectRule(
       t,
@@ -271,18 +295,24 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
     const carol = t.member("carol").client;
     await t.lead.send({ to: "alice", message: assign("t1") });
     const h = await alice.send({ to: "bob", message: handoffRequest("t1") });
-    await expectRule(
+    const notAddressee = await expectRule(
       t,
       () => carol.send({ to: "alice", message: handoffResponse(h.requestId, true) }),
       "addressee-only",
       Code.PermissionDenied,
     );
-    await expectRule(
+    expect([notAddressee.message, notAddressee.detail?.field]).toEqual([
+      `addressee-only: request ${h.requestId} was addressed to "bob"; only they may answer it`,
+      "message.request_id",
+    ]);
+    const misaddressed = await expectRule(
       t,
       () => bob.send({ to: "carol", message: handoffResponse(h.requestId, true) }),
       "response-to-requester",
       Code.InvalidArgument,
     );
+    expect(misaddressed.detail?.field).toBe("to");
+    expect(misaddressed.message).toContain('goes to its requester "alice"');
     // A handoff's id is no claim: the lead cannot answer it as one.
     await expectRule(
       t,
@@ -292,6 +322,19 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
     );
     await bob.send({ to: "alice", message: handoffResponse(h.requestId, true) });
     expect((await taskOf(bob, "t1")).owner).toBe("bob");
+    // A task given back to the lead: only the lead answers, not a teammate (an approver may
+    // answer the lead's requests, a teammate may not).
+    const back = await bob.send({ to: "team-lead", message: handoffRequest("t1") });
+    const forLead = await expectRule(
+      t,
+      () => carol.send({ to: "bob", message: handoffResponse(back.requestId, true) }),
+      "addressee-only",
+      Code.PermissionDenied,
+    );
+    expect(forLead.message).toBe(
+      `addressee-only: request ${back.requestId} was addressed to "team-lead"; only they may answer it`,
+    );
+    expect((await taskOf(carol, "t1")).owner).toBe("bob");
   });
 
   it("once-only: a canceled claim is not answered", async () => {
@@ -317,11 +360,15 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
     const alice = t.member("alice").client;
     const bob = t.member("bob").client;
     await t.lead.send({ to: "alice", message: assign("t1") });
-    await expectRule(
+    const notOwner = await expectRule(
       t,
       () => bob.send({ to: "team-lead", message: signoffRequest("t1") }),
       "owner-only-signoff",
       Code.PermissionDenied,
+    );
+    expect(notOwner.detail?.field).toBe("message.result_signoff_request.task_id");
+    expect(notOwner.message).toBe(
+      'owner-only-signoff: task "t1" is held by "alice"; only its owner may ask for its sign-off',
     );
     await expectRule(
       t,
@@ -355,8 +402,16 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
       "feedback-on-reject",
       Code.InvalidArgument,
     );
-    await t.lead.send({ to: "alice", message: signoffResponse(s.requestId, false, "add tests") });
+    await t.lead.send({
+      to: "alice",
+      message: signoffResponse(s.requestId, false, "  add tests "),
+    });
     expect(await taskOf(alice, "t1")).toMatchObject({ state: TaskState.CLAIMED, owner: "alice" });
+    // The feedback is stored trimmed: what the owner is to change, without the padding.
+    expect((await requestRecord(alice, s.requestId)).response?.kind).toEqual({
+      case: "resultSignoffResponse",
+      value: expect.objectContaining({ approve: false, feedback: "add tests" }),
+    });
     const again = await alice.send({
       to: "team-lead",
       message: signoffRequest("t1", "with tests"),
@@ -379,7 +434,9 @@ describeEachDatabase("task protocols: every rule, end to end", (env) => {
       ["signoff", () => alice.send({ to: "team-lead", message: signoffRequest("t1") })],
     ] as const) {
       const r = await expectRule(t, call, "task-done", Code.FailedPrecondition);
-      expect(r.message, who).toContain('"alice"');
+      expect(r.message, who).toBe(
+        'task-done: task "t1" is done (its result by "alice" was signed off): it cannot be claimed, assigned, handed off, signed off, changed or deleted again',
+      );
     }
     // An undone task of the same team still moves.
     await t.lead.send({ to: "bob", message: assign("t2") });
