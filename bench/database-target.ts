@@ -42,12 +42,14 @@ export async function createScratchDatabase(
   adminUrl: string,
   prefix: string,
   cleanups: Cleanups,
+  keep = false,
 ): Promise<string> {
   const name = `${prefix}_${randomBytes(6).toString("hex")}`;
   await withClient(adminUrl, (c) => c.query(`CREATE DATABASE ${name}`));
-  cleanups.add(`drop scratch database ${name}`, async () => {
-    await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  });
+  if (!keep)
+    cleanups.add(`drop scratch database ${name}`, async () => {
+      await withClient(adminUrl, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    });
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return url.toString();

@@ -1,6 +1,6 @@
 /**
  * Full-text search over many stored messages: `npm run bench:search [-- --pg <admin-url>]
- * [--count 1000000] [--queries 200] [--window N] [--explain]`.
+ * [--count 1000000] [--queries 200] [--window N] [--explain] [--keep]`.
  *
  * A scratch PostgreSQL database (dropped after) gets one team of 9 members and `count`
  * messages written straight by SQL (the send path is bench:store's business): each a dozen
@@ -39,6 +39,7 @@ async function main(): Promise<void> {
     .option("--queries <n>", "timed searches per query kind and reader", "200")
     .option("--window <n>", "matches a search ranks (the store's SEARCH_WINDOW if not given)")
     .option("--explain", "print the plans of a common-word search and a ListThreads page first")
+    .option("--keep", "leave the scratch database (its URL is printed) to study plans with psql")
     .option("--out <file>", "JSON results", "bench/results/search.json")
     .parse()
     .opts<{
@@ -47,13 +48,15 @@ async function main(): Promise<void> {
       queries: string;
       window?: string;
       explain?: boolean;
+      keep?: boolean;
       out: string;
     }>();
   const window = o.window === undefined ? undefined : Number(o.window);
   const count = Number(o.count);
   const cleanups = new Cleanups();
   try {
-    const url = await createScratchDatabase(o.pg, "tp_bench_search", cleanups);
+    const url = await createScratchDatabase(o.pg, "tp_bench_search", cleanups, o.keep);
+    if (o.keep) log(`scratch database kept: ${url}`);
     const db = createPgDatabase({
       connectionString: url,
       poolSize: 2,

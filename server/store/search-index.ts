@@ -35,6 +35,12 @@ export async function indexPendingSearch(
       // set_config: synchronous_commit off for this transaction, in the same round trip.
       // The copy is the envelope's in the queue row's team: a copy of a team on the same
       // server holds the same envelope ids (migration 014).
+      // A copy is found by its envelope id alone, its team only compared (`team_id + 0`, which
+      // no index serves): with statistics taken while the team had few messages (a new team,
+      // inboxes just acked), the planner joined `messages_feed`'s entries for the whole team
+      // to each envelope's, reading every message of the team per envelope: under a burst of
+      // sends a batch took 300-550 ms instead of about 10 and the index fell tens of seconds
+      // behind (bench/README.md). An envelope has at most a copy per member.
       `SELECT p.id, p.envelope_id, p.team_id, c.body, c.feed_position
        FROM (SELECT set_config('synchronous_commit', 'off', true)) sc,
             (SELECT id, envelope_id, team_id FROM search_pending
@@ -42,7 +48,7 @@ export async function indexPendingSearch(
              ORDER BY id LIMIT $1
              FOR UPDATE ${options.teamId === undefined ? "SKIP LOCKED" : ""}) p
        LEFT JOIN LATERAL (SELECT body, feed_position FROM messages m
-                          WHERE m.envelope_id = p.envelope_id AND m.team_id = p.team_id
+                          WHERE m.envelope_id = p.envelope_id AND m.team_id + 0 = p.team_id
                           LIMIT 1 FOR KEY SHARE) c ON true`,
       [options.batch, options.teamId ?? null],
     );
@@ -97,7 +103,8 @@ async function noteThreadActivity(
     `INSERT INTO thread_activity (team_id, reader_id, thread_id, last_position)
      SELECT m.team_id, r.reader_id, m.thread_id, max(m.feed_position)
      FROM unnest($1::text[], $2::int[]) e (envelope_id, team_id)
-     JOIN messages m ON m.envelope_id = e.envelope_id AND m.team_id = e.team_id
+     -- team_id + 0: by envelope id alone, as the read of the batch (indexPendingSearch).
+     JOIN messages m ON m.envelope_id = e.envelope_id AND m.team_id + 0 = e.team_id
      CROSS JOIN LATERAL (VALUES (0), (m.recipient_id), (m.sender_id)) r (reader_id)
      WHERE r.reader_id IS NOT NULL
      GROUP BY 1, 2, 3
