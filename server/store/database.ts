@@ -10,6 +10,17 @@ export interface Queryable {
   query<R extends object = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
 }
 
+/**
+ * A comment that starts a statement whose best plan depends on its parameters' values (a
+ * search's words: a word in six messages and one in a third of them want opposite plans).
+ * The PostgreSQL store prepares other statements once per connection, and PostgreSQL then
+ * plans them generically after five calls when that looks no costlier than the plans so far;
+ * for a search that took a word in a third of the messages from 100 to 420 ms (a parallel scan
+ * of every message instead of the reader's). A statement that starts with this is sent unnamed,
+ * so each call is planned with its values. The embedded database plans every call so anyway.
+ */
+export const PLAN_EACH_CALL = "/* plan each call */";
+
 /** The statements of one transaction (Database.transaction hands one to its callback). */
 export interface Transaction extends Queryable {
   /**

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import type { Logger } from "../logger.js";
-import type { Database, Transaction } from "./database.js";
+import { type Database, PLAN_EACH_CALL, type Transaction } from "./database.js";
 import { parseDatabaseUrl } from "./database-url.js";
 import { probeReadOnly } from "./find-primary.js";
 import { listenOn } from "./pg-listener.js";
@@ -118,10 +118,11 @@ export function createPgDatabase(options: PgDatabaseOptions): Database {
     params?: unknown[],
   ): Promise<R[]> => {
     // Statements with parameters are prepared once per connection (named): parsing and
-    // planning were most of the send batch's time per execution. Statements without
-    // parameters (BEGIN, migrations of several statements) go as simple queries.
+    // planning were most of the send batch's time per execution; but not those marked
+    // PLAN_EACH_CALL (planned with their values each time). Statements without parameters
+    // (BEGIN, migrations of several statements) go as simple queries.
     const result =
-      params && params.length > 0
+      params && params.length > 0 && !sql.startsWith(PLAN_EACH_CALL)
         ? await client.query({ name: statementName(sql), text: sql, values: params })
         : await client.query(sql, params);
     return result.rows as R[];

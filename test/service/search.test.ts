@@ -140,6 +140,56 @@ describeEachDatabase("SearchMessages: full text over what the caller may read", 
     );
   });
 
+  it("a reader's copies checked per match (few matches) or hashed (many) find the same messages", async () => {
+    const team = await env().team("alice", "bob", "carol");
+    await team.member("alice").client.send({ to: "bob", message: text("wallaby alice to bob") });
+    await team.member("bob").client.send({ to: "team-lead", message: text("wallaby bob to lead") });
+    await team.lead.send({ to: "*", message: text("wallaby for everyone") });
+    await team.lead.send({ to: "bob", message: text("wallaby lead to bob") });
+    // The newest matches: none of the readers below may read them (or their filter drops them).
+    for (const n of [1, 2]) await team.lead.send({ to: "carol", message: text(`wallaby ${n}`) });
+    const rows = await env().db.query<{ id: number; team_id: number; name: string }>(
+      `SELECT m.id, m.team_id, m.name FROM members m JOIN teams t ON t.id = m.team_id
+       WHERE t.name = $1`,
+      [team.name],
+    );
+    const teamId = rows[0]?.team_id ?? 0;
+    await catchUpSearch(env().db, teamId);
+    const id = (name: string) => rows.find((r) => r.name === name)?.id ?? 0;
+    // probeMatches 0: the hash, whatever the count; 1,000: the probe (6 matches). The window
+    // is what the reader should find, so a match it may not read taking a place shows.
+    const texts = async (
+      name: string,
+      wholeTeam: boolean,
+      filter: object,
+      window: number,
+      probeMatches: number,
+    ) =>
+      (
+        await searchMessages(
+          env().db,
+          { teamId, memberId: id(name), wholeTeam },
+          { query: "wallaby", ...filter },
+          0,
+          10,
+          window,
+          probeMatches,
+        )
+      )
+        .map((h) => `${h.message.fromName}>${h.message.toName}`)
+        .sort();
+    const cases: [string, boolean, object, string[]][] = [
+      ["alice", false, {}, ["alice>bob", "team-lead>*"]],
+      ["bob", false, {}, ["alice>bob", "bob>team-lead", "team-lead>*", "team-lead>bob"]],
+      ["bob", false, { from: "team-lead" }, ["team-lead>*", "team-lead>bob"]],
+      ["team-lead", true, { to: "bob" }, ["alice>bob", "team-lead>bob"]],
+    ];
+    for (const [name, wholeTeam, filter, expected] of cases) {
+      expect(await texts(name, wholeTeam, filter, expected.length, 1_000)).toEqual(expected);
+      expect(await texts(name, wholeTeam, filter, expected.length, 0)).toEqual(expected);
+    }
+  });
+
   it("a hostile query gets results or InvalidArgument naming query, never Internal", async () => {
     const team = await env().team("alice");
     await team.lead.send({ to: "alice", message: text("plain words here") });

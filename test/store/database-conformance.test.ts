@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../../server/store/database.js";
+import { type Database, PLAN_EACH_CALL } from "../../server/store/database.js";
 import { sqlState } from "../../server/store/sql-errors.js";
 import { type DatabaseKind, databaseKinds, openTestDatabase } from "../support/databases.js";
 import { eventually } from "../support/wait.js";
@@ -171,6 +171,28 @@ for (const { kind, skip } of databaseKinds()) {
       expect(c.total).toBeGreaterThanOrEqual(c.idle);
       expect(c.waiting).toBeGreaterThanOrEqual(0);
     });
+
+    it("a statement marked PLAN_EACH_CALL runs with its parameters like any other", async () => {
+      const rows = await db.query<{ v: number }>(`${PLAN_EACH_CALL} SELECT $1::int + 1 AS v`, [41]);
+      expect(rows).toEqual([{ v: 42 }]);
+    });
+
+    if (kind === "postgres") {
+      it("prepares a statement with parameters once per connection, but not one marked PLAN_EACH_CALL", async () => {
+        // One transaction: one connection, whose prepared statements the view shows.
+        const prepared = await db.transaction(async (tx) => {
+          await tx.query("SELECT $1::int AS prepared_once", [1]);
+          await tx.query(`${PLAN_EACH_CALL} SELECT $1::int AS planned_each_call`, [1]);
+          return tx.query<{ statement: string }>(
+            "SELECT statement FROM pg_prepared_statements WHERE statement LIKE $1",
+            ["%AS p%"],
+          );
+        });
+        const texts = prepared.map((r) => r.statement).join("\n");
+        expect(texts).toContain("prepared_once");
+        expect(texts).not.toContain("planned_each_call");
+      });
+    }
 
     if (kind === "embedded") {
       it("offers no LISTEN: one process has nobody to hear from", () => {
