@@ -38,6 +38,9 @@ export default defineConfig({
       "test/service/task-deadlines.test.ts",
       "test/service/task-list-flows.test.ts",
       "test/service/task-list-rules.test.ts",
+      // the task list's locks: dependency changes, creations and completions racing
+      // (task-list.ts's task-graph lock and row locks)
+      "test/service/task-list-races.test.ts",
       // the approver's answers on the lead's behalf (on-behalf.ts, permission.ts) and leases
       "test/service/permission-approver.test.ts",
       "test/service/leases.test.ts",
