@@ -465,4 +465,22 @@ describeEachDatabase("the task list: changes of dependencies", (env) => {
     expect((await taskOf(t.lead, "a")).subject).toBe("A, renamed");
     expect(await taskOf(t.lead, "d")).toMatchObject({ subject, blockedBy: ["a"] });
   });
+
+  it("a change of dependencies records one updated event per task it touches, in id order", async () => {
+    const t = await env().team("alice");
+    await createTasks(t.lead, [["a"], ["b"], ["c"]]);
+    const w = watch(t.lead);
+    await t.lead.updateTask({ taskId: "c", addBlocks: ["a", "b"] });
+    const updated = (x: typeof w) =>
+      x
+        .events()
+        .flatMap((e) =>
+          e.change.case === "task" && e.change.value.change === TaskChange.UPDATED
+            ? [e.change.value.task?.taskId ?? "?"]
+            : [],
+        );
+    await w.until("three updated events", (x) => updated(x).length >= 3);
+    w.stop();
+    expect(updated(w)).toEqual(["a", "b", "c"]);
+  });
 });
