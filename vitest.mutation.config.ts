@@ -38,9 +38,15 @@ export default defineConfig({
       "test/service/task-deadlines.test.ts",
       "test/service/task-list-flows.test.ts",
       "test/service/task-list-rules.test.ts",
+      // the task list's locks: dependency changes, creations and completions racing
+      // (task-list.ts's task-graph lock and row locks)
+      "test/service/task-list-races.test.ts",
       // the approver's answers on the lead's behalf (on-behalf.ts, permission.ts) and leases
       "test/service/permission-approver.test.ts",
       "test/service/leases.test.ts",
+      // a lapsed lease the sweeper has not reached, then swept and its holder told
+      // (leases.ts's expireLeases, expiry-sweeper.ts)
+      "test/service/lease-expiry-unswept.test.ts",
       // the journal line each protocol step writes (cancel.ts's cancel_request, …)
       "test/service/attempts-journal.test.ts",
       // TASK_OWNER_TIMEOUT_S: an absent owner's tasks released (owner-timeout.ts)

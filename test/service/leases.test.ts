@@ -3,6 +3,8 @@ import { expect, it } from "vitest";
 import { AttemptOutcome, LeaseMode, MemberRole } from "../../gen/team/v1/enums_pb.js";
 import { describeEachDatabase, raceTitle } from "../support/harness.js";
 import { inbox, refused, shutdownRequest, shutdownResponse } from "../support/protocol-helpers.js";
+import { subscribedBeyond } from "../support/subscribed.js";
+import { openSubscription } from "../support/subscription-reader.js";
 import { eventually, sleep } from "../support/wait.js";
 
 const EXCLUSIVE = LeaseMode.EXCLUSIVE;
@@ -256,8 +258,8 @@ describeEachDatabase(
       }
       const r = await refused(() => alice.acquireLease({ resource: "docs/**", ttlSeconds: 60 }));
       expect([r.code, r.detail?.rule]).toEqual([Code.ResourceExhausted, "leases-per-member"]);
-      expect(r.message).toMatch(
-        /^leases-per-member: member "alice" already holds 3 live leases \(MAX_LEASES_PER_MEMBER 3\); /,
+      expect(r.message).toBe(
+        'leases-per-member: member "alice" already holds 3 live leases (MAX_LEASES_PER_MEMBER 3); release one (ReleaseLease) or renew one you hold instead of acquiring another',
       );
       // At the cap a renew of a held lease still passes.
       await alice.renewLease({ leaseId: held[0] ?? "", ttlSeconds: 120 });
@@ -290,4 +292,167 @@ describeEachDatabase(
     );
   },
   { maxLeasesPerMember: 3 },
+);
+
+/**
+ * What each lease refusal says, word for word (an agent reads the sentence to decide what to
+ * do next), and what a break tells the holder: live on its open stream (no heartbeat here
+ * before the reader gives up), stored as a text.
+ */
+describeEachDatabase(
+  "leases: the refusals' sentences and the holder told",
+  (env) => {
+    const iso = (ts?: { seconds: bigint; nanos: number }) =>
+      new Date(Number(ts?.seconds) * 1000 + Math.floor((ts?.nanos ?? 0) / 1e6)).toISOString();
+
+    it("lease-held names the holder, its mode, resource, expiry and reason, the wanted resource, and whether the holder's lease is what excludes", async () => {
+      const t = await env().team("alice", "bob", "carol");
+      const alice = t.member("alice").client;
+      const bob = t.member("bob").client;
+      const carol = t.member("carol").client;
+      const plain = (await alice.acquireLease({ resource: "src/**", mode: EXCLUSIVE })).lease;
+      const why = (
+        await alice.acquireLease({ resource: "docs/**", mode: EXCLUSIVE, reason: "rewording" })
+      ).lease;
+      const shared = (await carol.acquireLease({ resource: "db:main", mode: SHARED })).lease;
+      const exclusiveWanted = await refused(() =>
+        bob.acquireLease({ resource: "src/a.ts", mode: EXCLUSIVE }),
+      );
+      expect([exclusiveWanted.code, exclusiveWanted.message]).toEqual([
+        Code.FailedPrecondition,
+        `lease-held: alice holds an exclusive lease on "src/**" (until ${iso(plain?.expiresAt)}), which overlaps "src/a.ts"; ask alice to release it (send_message), or wait until it expires`,
+      ]);
+      const sharedWanted = await refused(() =>
+        bob.acquireLease({ resource: "docs/x.md", mode: SHARED }),
+      );
+      expect(sharedWanted.message).toBe(
+        `lease-held: alice holds an exclusive lease on "docs/**" (until ${iso(why?.expiresAt)}: rewording), which overlaps "docs/x.md" and is exclusive; ask alice to release it (send_message), or wait until it expires`,
+      );
+      const overShared = await refused(() =>
+        bob.acquireLease({ resource: "db:main", mode: EXCLUSIVE }),
+      );
+      expect(overShared.message).toBe(
+        `lease-held: carol holds a shared lease on "db:main" (until ${iso(shared?.expiresAt)}), which overlaps "db:main"; ask carol to release it (send_message), or wait until it expires`,
+      );
+    });
+
+    it("lease-ttl: the maximum itself is granted, a second more is refused naming the maximum; lease-resource quotes at most 80 characters of the resource", async () => {
+      const t = await env().team("alice");
+      const alice = t.member("alice").client;
+      const { lease } = await alice.acquireLease({ resource: "src/**", ttlSeconds: 120 });
+      expect(
+        Number(lease?.expiresAt?.seconds) - Number(lease?.acquiredAt?.seconds),
+      ).toBeGreaterThanOrEqual(119);
+      const over = await refused(() =>
+        alice.renewLease({ leaseId: lease?.leaseId ?? "", ttlSeconds: 121 }),
+      );
+      expect([over.code, over.message, over.detail?.field]).toEqual([
+        Code.InvalidArgument,
+        "lease-ttl: ttl_seconds 121 is more than this server's maximum of 120 s (LEASE_TTL_MAX_S): renew it instead",
+        "ttl_seconds",
+      ]);
+      const long = `/${"a".repeat(99)}`;
+      const bad = await refused(() => alice.acquireLease({ resource: long }));
+      expect(bad.message).toBe(
+        `lease-resource: the resource "/${"a".repeat(79)}" is absolute: give a path relative to the repository; give a path glob relative to the repository (src/parser/**) or kind:name (task:parser)`,
+      );
+    });
+
+    it("renew, release and a break: the unknown lease, the holder-only and the reason-on-reject sentences; a blank reason is no reason", async () => {
+      const t = await env().team("alice", "bob");
+      const alice = t.member("alice").client;
+      const bob = t.member("bob").client;
+      const id = (await alice.acquireLease({ resource: "README.md" })).lease?.leaseId ?? "";
+      const unknown = await refused(() => alice.renewLease({ leaseId: "lease_nope" }));
+      expect([unknown.code, unknown.message]).toEqual([
+        Code.NotFound,
+        'no live lease "lease_nope" in this team (released, expired, or never taken): ListLeases shows the live ones',
+      ]);
+      const renew = await refused(() => bob.renewLease({ leaseId: id }));
+      expect(renew.message).toBe(
+        `lease-holder-only: lease ${id} is alice's: only its holder renews it`,
+      );
+      const release = await refused(() => bob.releaseLease({ leaseId: id, reason: "mine now" }));
+      expect([release.code, release.message]).toEqual([
+        Code.PermissionDenied,
+        `lease-holder-only: lease ${id} is alice's: only its holder releases it (the lead may break it)`,
+      ]);
+      const blank = await refused(() => t.lead.releaseLease({ leaseId: id, reason: "   " }));
+      expect([blank.code, blank.message, blank.detail?.field]).toEqual([
+        Code.InvalidArgument,
+        "reason-on-reject: breaking alice's lease needs a reason: it is told to alice",
+        "reason",
+      ]);
+      expect((await t.lead.listLeases({})).leases.map((l) => l.leaseId)).toEqual([id]);
+    });
+
+    it("a break reaches the holder's open stream live, as a text from the server that a search by kind text finds", async () => {
+      const t = await env().team("alice");
+      const alice = t.member("alice").client;
+      const id = (await alice.acquireLease({ resource: "src/**" })).lease?.leaseId ?? "";
+      const before = env().app.hub.waiting;
+      const stream = openSubscription(alice);
+      await subscribedBeyond(env().app, before);
+      await t.lead.releaseLease({ leaseId: id, reason: "the release needs src" });
+      const read = await stream.until((e) => e.event.case === "envelope");
+      stream.close();
+      expect(read.map((e) => e.event.case)).not.toContain("heartbeat");
+      const notice = `The lead broke your exclusive lease ${id} on "src/**": the release needs src. Acquire it again before you edit it.`;
+      expect(read.at(-1)?.event.value).toMatchObject({
+        from: "",
+        to: "alice",
+        message: { kind: { case: "text", value: notice } },
+      });
+      const found = await alice.searchMessages({ query: "broke", kind: "text" });
+      expect(found.hits.map((h) => h.envelope?.message?.kind.value)).toEqual([notice]);
+    });
+
+    it("a lease left to a stopped member (an acquire racing its removal) is broken and swept without storing a notice for it", async () => {
+      const t = await env().team("alice", "bob");
+      const alice = t.member("alice").client;
+      const broken = (await alice.acquireLease({ resource: "src/**" })).lease?.leaseId ?? "";
+      const lapsing = (await alice.acquireLease({ resource: "docs/**", ttlSeconds: 1 })).lease;
+      // The race's outcome, written directly: alice stopped, her leases still stored.
+      await env().db.query(
+        "UPDATE members SET status = 'stopped', stopped_at = now() WHERE name = 'alice' AND team_id = (SELECT id FROM teams WHERE name = $1)",
+        [t.name],
+      );
+      const { lease } = await t.lead.releaseLease({ leaseId: broken, reason: "alice is gone" });
+      expect(lease?.leaseId).toBe(broken);
+      await sleep(1_100);
+      await env().app.sweeper.sweep();
+      const stored = await env().db.query<{ n: bigint }>(
+        `SELECT count(*) AS n FROM leases WHERE lease_id = $1`,
+        [lapsing?.leaseId],
+      );
+      expect(stored[0]?.n).toBe(0n);
+      const toAlice = await env().db.query<{ n: bigint }>(
+        `SELECT count(*) AS n FROM messages m JOIN members a ON a.id = m.recipient_id
+         JOIN teams t ON t.id = a.team_id WHERE t.name = $1 AND a.name = 'alice'`,
+        [t.name],
+      );
+      expect(toAlice[0]?.n).toBe(0n);
+    });
+  },
+  {
+    leaseTtls: { defaultMs: 60_000, maxMs: 120_000 },
+    heartbeatIntervalMs: 60_000,
+    sweepIntervalMs: 3_600_000,
+  },
+);
+
+/** MAX_LEASES_PER_MEMBER=0 is no limit. */
+describeEachDatabase(
+  "leases without a per-member limit",
+  (env) => {
+    it("a member takes as many leases as it asks for", async () => {
+      const t = await env().team("alice");
+      const alice = t.member("alice").client;
+      for (let i = 0; i < 5; i++) {
+        await alice.acquireLease({ resource: `task:t${i}` });
+      }
+      expect((await t.lead.listLeases({ holder: "alice" })).leases).toHaveLength(5);
+    });
+  },
+  { maxLeasesPerMember: 0 },
 );

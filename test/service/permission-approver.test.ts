@@ -21,6 +21,9 @@ import {
   shutdownRequest,
   text,
 } from "../support/protocol-helpers.js";
+import { awaitingBeyond, subscribedBeyond } from "../support/subscribed.js";
+import { openSubscription } from "../support/subscription-reader.js";
+import { sleep } from "../support/wait.js";
 
 type MessageInit = Parameters<TeamClient["send"]>[0]["message"];
 
@@ -327,5 +330,59 @@ describeEachDatabase("permission prompts and the approver", (env) => {
     expect((await inbox(alice)).map((e) => [e.from, kindOf(e.message)])).toEqual([
       ["judge", "text"],
     ]);
+  });
+});
+
+/**
+ * What an answer wakes: the requester's AwaitRequest (permission.ts's afterCommit, through
+ * the approver's plan too), the lead's open stream for the approver's copy (on-behalf.ts);
+ * and the copy is the approver's only: a lead's own answer stores none.
+ */
+describeEachDatabase("permission answers: who is woken, who gets a copy", (env) => {
+  const within10s = <T>(what: string, p: Promise<T>) =>
+    Promise.race([
+      p,
+      sleep(10_000).then(() => {
+        throw new Error(`not within 10 s: ${what}`);
+      }),
+    ]);
+
+  it("the lead's own answer wakes the requester's AwaitRequest and stores no copy for the lead", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    const asked = await alice.send({ to: "team-lead", message: permissionRequest() });
+    const before = env().app.waiters.size;
+    const waiting = alice.awaitRequest({ requestId: asked.requestId });
+    await awaitingBeyond(env().app, before);
+    await t.lead.send({ to: "alice", message: permissionResponse(asked.requestId, true) });
+    const got = await within10s("the answer", waiting);
+    expect(got.request?.status).toBe(RequestStatus.APPROVED);
+    expect((await about(t.lead, asked.requestId)).map((e) => kindOf(e.message))).toEqual([
+      "permissionRequest",
+    ]);
+  });
+
+  it("the approver's answer wakes the requester's AwaitRequest, and the lead's open stream hears the copy live", async () => {
+    const t = await env().team("alice");
+    const alice = t.member("alice").client;
+    const added = await t.lead.addMember({ name: "judge", role: MemberRole.APPROVER });
+    const judge = env().client(added.token);
+    const asked = await alice.send({ to: "team-lead", message: permissionRequest() });
+    const waiters = env().app.waiters.size;
+    const waiting = alice.awaitRequest({ requestId: asked.requestId });
+    await awaitingBeyond(env().app, waiters);
+    const before = env().app.hub.waiting;
+    const stream = openSubscription(t.lead);
+    await subscribedBeyond(env().app, before);
+    await judge.send({ to: "alice", message: permissionResponse(asked.requestId, false, "no") });
+    const got = await within10s("the answer", waiting);
+    expect(got.request?.status).toBe(RequestStatus.REJECTED);
+    const read = await stream.until(
+      (e) =>
+        e.event.case === "envelope" && e.event.value.message?.kind.case === "permissionResponse",
+    );
+    stream.close();
+    expect(read.map((e) => e.event.case)).not.toContain("heartbeat");
+    expect(read.at(-1)?.event.value).toMatchObject({ from: "judge", requestId: asked.requestId });
   });
 });

@@ -1,7 +1,8 @@
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
+import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
+import { LeaseMode, RequestKind, RequestStatus } from "../../gen/team/v1/enums_pb.js";
 import type { Envelope } from "../../gen/team/v1/records_pb.js";
 import { DEFAULT_SWEEP_INTERVAL_MS } from "../../server/app.js";
 import { MAX_TTL_MS } from "../../server/domain/limits.js";
@@ -21,7 +22,8 @@ import {
   shutdownResponse,
   text,
 } from "../support/protocol-helpers.js";
-import { sleep } from "../support/wait.js";
+import { type Watcher, watch, watchersParked } from "../support/team-watch.js";
+import { sleep, waitFor } from "../support/wait.js";
 
 /** Small per-kind defaults, different from each other and from the built-in ones. */
 const SHUTDOWN_DEFAULT_MS = 1_500;
@@ -294,6 +296,7 @@ describeEachDatabase(
             requestId: sent.requestId,
             kind: RequestKind.SHUTDOWN,
             status: RequestStatus.EXPIRED,
+            detail: `request ${sent.requestId} to "alice" expired without an answer`,
           }),
         });
         const aliceBefore = await inbox(alice);
@@ -432,4 +435,173 @@ describeEachDatabase(
   },
   // No timer sweeps during this suite: the test sweeps by hand.
   { sweepIntervalMs: 3_600_000 },
+);
+
+/** Makes `n` more overdue pending copies of a request (and the request itself overdue). */
+async function overdueCopies(env: TestEnv, requestId: string, n: number): Promise<void> {
+  await env.db.query(
+    `INSERT INTO requests (id, team_id, kind, from_id, to_id, request_body, created_at, expires_at)
+     SELECT id || '_' || g, team_id, kind, from_id, to_id, request_body,
+            clock_timestamp() - interval '2 minutes', clock_timestamp() - interval '1 minute'
+     FROM requests, generate_series(1, $2::int) AS g WHERE id = $1`,
+    [requestId, n],
+  );
+  await env.db.query(
+    `UPDATE requests SET created_at = clock_timestamp() - interval '2 minutes',
+                         expires_at = clock_timestamp() - interval '1 minute' WHERE id = $1`,
+    [requestId],
+  );
+}
+
+/** Resolves when `w` has seen what `check` looks for; fails after 10 s (no heartbeat here). */
+const seenWithin = (w: Watcher, what: string, check: (w: Watcher) => boolean) =>
+  Promise.race([
+    w.until(what, check),
+    sleep(10_000).then(() => {
+      throw new Error(`not seen within 10 s: ${what}`);
+    }),
+  ]);
+
+/**
+ * The expiry sweeper (protocols/expiry-sweeper.ts), run by hand: how much one sweep does,
+ * whom it wakes, an expiry of a request whose requester has stopped since, and that a
+ * stopped sweeper does nothing more (the last test: it stops this suite's sweeper).
+ */
+describeEachDatabase(
+  "the expiry sweeper, run by hand",
+  (env) => {
+    it("one sweep expires at most 500 requests; the next sweep the rest", async () => {
+      const t = await env().team("alice");
+      const sent = await t.lead.send({
+        to: "alice",
+        message: shutdownRequest(),
+        ttl: { seconds: 60n },
+      });
+      await overdueCopies(env(), sent.requestId, 500);
+      expect(await env().app.sweeper.sweep()).toBe(500);
+      expect(await env().app.sweeper.sweep()).toBe(1);
+      expect(await env().app.sweeper.sweep()).toBe(0);
+      expect(updatesFor(await inbox(t.lead), sent.requestId)).toHaveLength(1);
+    });
+
+    it("an expiry reaches the team's open WatchTeam stream live, as the request now expired", async () => {
+      const t = await env().team("alice");
+      const sent = await t.lead.send({
+        to: "alice",
+        message: shutdownRequest(),
+        ttl: { seconds: 60n },
+      });
+      const w = watch(t.lead);
+      await watchersParked(env().app, 1);
+      await overdueCopies(env(), sent.requestId, 0);
+      expect(await env().app.sweeper.sweep()).toBe(1);
+      await seenWithin(w, "the expired request in the feed", (x) =>
+        x
+          .events()
+          .some(
+            (e) =>
+              e.change.case === "request" &&
+              e.change.value.request?.requestId === sent.requestId &&
+              e.change.value.request.status === RequestStatus.EXPIRED,
+          ),
+      );
+      w.stop();
+    });
+
+    it("a request whose requester was removed after its deadline is expired all the same, and the rest of the sweep goes on", async () => {
+      const t = await env().team("alice", "bob");
+      // alice's request is past its deadline when she is removed: her stop leaves it to the
+      // sweeper (cancel.ts), and she, stopped, is told nothing.
+      const gone = await t.member("alice").client.send({
+        to: "team-lead",
+        message: planRequest("p"),
+        ttl: { seconds: 60n },
+      });
+      await overdueCopies(env(), gone.requestId, 0);
+      await t.lead.removeMember({ name: "alice" });
+      const other = await t.member("bob").client.send({
+        to: "team-lead",
+        message: planRequest("q"),
+        ttl: { seconds: 60n },
+      });
+      await overdueCopies(env(), other.requestId, 0);
+      expect(await env().app.sweeper.sweep()).toBe(2);
+      for (const id of [gone.requestId, other.requestId]) {
+        expect((await requestRecord(t.lead, id)).status).toBe(RequestStatus.EXPIRED);
+      }
+      expect(updatesFor(await inbox(t.member("bob").client), other.requestId)).toHaveLength(1);
+    });
+
+    it("once stopped, a sweep expires nothing and deletes no lapsed lease (the server is closing)", async () => {
+      const t = await env().team("alice");
+      const sent = await t.lead.send({
+        to: "alice",
+        message: shutdownRequest(),
+        ttl: { seconds: 60n },
+      });
+      await overdueCopies(env(), sent.requestId, 0);
+      const { lease } = await t.member("alice").client.acquireLease({
+        resource: "src/**",
+        mode: LeaseMode.EXCLUSIVE,
+      });
+      await sleep(400);
+      await env().app.sweeper.stop();
+      expect(await env().app.sweeper.sweep()).toBe(0);
+      const [row] = await env().db.query<{ status: string }>(
+        "SELECT status FROM requests WHERE id = $1",
+        [sent.requestId],
+      );
+      expect(row?.status).toBe("pending");
+      const [held] = await env().db.query<{ n: bigint }>(
+        "SELECT count(*) AS n FROM leases WHERE lease_id = $1",
+        [lease?.leaseId],
+      );
+      expect(held?.n).toBe(1n);
+      expect(await inbox(t.lead)).toEqual([]);
+    });
+  },
+  {
+    sweepIntervalMs: 3_600_000,
+    heartbeatIntervalMs: 60_000,
+    leaseTtls: { defaultMs: 200, maxMs: 60_000 },
+  },
+);
+
+/** What the sweeper's timer logs of a sweep that fails: one line each, and it goes on. */
+const logged: Record<string, unknown>[] = [];
+const capturing = pino(
+  { level: "error" },
+  {
+    write(line: string) {
+      logged.push(JSON.parse(line));
+    },
+  },
+);
+
+describeEachDatabase(
+  "the expiry sweeper's failures",
+  (env) => {
+    it("a sweep that fails is logged as sweep_failed with its error; the next ticks expire again", async () => {
+      logged.length = 0;
+      const t = await env().team("alice");
+      await env().db.query("ALTER TABLE leases RENAME TO leases_away");
+      try {
+        await waitFor("a sweep_failed line", () => logged.some((l) => l.event === "sweep_failed"));
+      } finally {
+        await env().db.query("ALTER TABLE leases_away RENAME TO leases");
+      }
+      expect(logged.find((l) => l.event === "sweep_failed")).toMatchObject({
+        level: 50,
+        msg: "request expiry sweep failed",
+        err: expect.objectContaining({ message: expect.stringContaining("leases") }),
+      });
+      const sent = await t.lead.send({
+        to: "alice",
+        message: shutdownRequest(),
+        ttl: { seconds: 1n },
+      });
+      expect(await updatesWithin(t.lead, sent.requestId)).toHaveLength(1);
+    });
+  },
+  { sweepIntervalMs: 50, logger: capturing },
 );

@@ -307,6 +307,23 @@ describeEachDatabase("the task list: flows", (env, kind) => {
       owner: "",
     });
     expect((await requestRecord(t.lead, s.requestId)).status).toBe(RequestStatus.CANCELED);
+    // alice, who asked, is told why: the deletion, by the lead.
+    const told = (await inbox(alice)).filter(
+      (e) => e.message?.kind.case === "requestUpdate" && e.requestId === s.requestId,
+    );
+    expect(told.map((e) => e.message?.kind.value)).toEqual([
+      expect.objectContaining({
+        status: RequestStatus.CANCELED,
+        detail: expect.stringContaining('task "a" was deleted by the lead'),
+      }),
+    ]);
+    // The lead's READY notice says how the blocker closed.
+    const notices = (await inbox(t.lead)).flatMap((e) =>
+      e.message?.kind.case === "taskNotification" ? [e.message.kind.value.summary] : [],
+    );
+    expect(notices.at(-1)).toBe(
+      'Task "c" (do c) is ready: "a" (do a) was deleted, and nothing else it waits on is open. Assign it, or a teammate may claim it',
+    );
     expect(await readyNotices(t.lead)).toEqual(["c"]);
     expect(await taskIds(bob, { ready: true })).toEqual(["b", "c"]);
     expect((await taskOf(bob, "d")).openBlockers).toEqual(["b"]);
@@ -428,5 +445,42 @@ describeEachDatabase("the task list: flows", (env, kind) => {
     // A diamond is no cycle.
     await t.lead.updateTask({ taskId: "c9", addBlockedBy: ["c0", "free"] });
     expect((await taskOf(t.lead, "c9")).blockedBy).toEqual(["c0", "c8", "free"]);
+  });
+});
+
+describeEachDatabase("the task list: changes of dependencies", (env) => {
+  it("removing dependencies either way round stores the graph without them; a change of dependencies changes no other field of the tasks it touches", async () => {
+    const t = await env().team("alice");
+    await createTasks(t.lead, [["a"], ["b", "a"], ["c"], ["d"]]);
+    await t.lead.updateTask({ taskId: "d", addBlockedBy: ["c"] });
+    expect((await taskOf(t.lead, "b")).blockedBy).toEqual(["a"]);
+    await t.lead.updateTask({ taskId: "b", removeBlockedBy: ["a"] });
+    expect((await taskOf(t.lead, "b")).blockedBy).toEqual([]);
+    await t.lead.updateTask({ taskId: "c", removeBlocks: ["d"] });
+    expect((await taskOf(t.lead, "d")).blockedBy).toEqual([]);
+    // A subject given with a dependency is the named task's: "d", now waiting on "a",
+    // keeps its own.
+    const subject = (await taskOf(t.lead, "d")).subject;
+    await t.lead.updateTask({ taskId: "a", subject: "A, renamed", addBlocks: ["d"] });
+    expect((await taskOf(t.lead, "a")).subject).toBe("A, renamed");
+    expect(await taskOf(t.lead, "d")).toMatchObject({ subject, blockedBy: ["a"] });
+  });
+
+  it("a change of dependencies records one updated event per task it touches, in id order", async () => {
+    const t = await env().team("alice");
+    await createTasks(t.lead, [["a"], ["b"], ["c"]]);
+    const w = watch(t.lead);
+    await t.lead.updateTask({ taskId: "c", addBlocks: ["a", "b"] });
+    const updated = (x: typeof w) =>
+      x
+        .events()
+        .flatMap((e) =>
+          e.change.case === "task" && e.change.value.change === TaskChange.UPDATED
+            ? [e.change.value.task?.taskId ?? "?"]
+            : [],
+        );
+    await w.until("three updated events", (x) => updated(x).length >= 3);
+    w.stop();
+    expect(updated(w)).toEqual(["a", "b", "c"]);
   });
 });

@@ -1568,6 +1568,24 @@ const rows: [string, RuleCall, Expected][] = [
     by("size-shape", "kind"),
   ],
   [
+    "searching from a good name, of a 65-character kind",
+    call(M.searchMessages, SearchMessagesRequestSchema, {
+      query: "x",
+      from: "ann",
+      kind: "k".repeat(65),
+    }),
+    by("size-shape", "kind"),
+  ],
+  [
+    "searching to a good name, of a kind with a control character",
+    call(M.searchMessages, SearchMessagesRequestSchema, {
+      query: "x",
+      to: "bob",
+      kind: "te\u0001xt",
+    }),
+    by("size-shape", "kind"),
+  ],
+  [
     "searching broadcasts from ann of kind text",
     call(M.searchMessages, SearchMessagesRequestSchema, {
       query: '"parser bug" -flaky or lexer',
